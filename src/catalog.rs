@@ -1,0 +1,226 @@
+//! The declarative catalogs under probes/, embedded at build time. Each is
+//! parsed and validated by a test, so parsing at run time cannot fail.
+
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+use crate::finding::Severity;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capability {
+    pub number: u32,
+    pub name: String,
+    /// "none" for the engines' defaults, otherwise a severity.
+    pub severity: String,
+    pub why: String,
+}
+
+impl Capability {
+    pub fn reported_severity(&self) -> Option<Severity> {
+        self.severity.parse().ok()
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Device {
+    pub pattern: String,
+    pub severity: Severity,
+    pub why: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelInterface {
+    pub path: String,
+    pub severity: Severity,
+    pub why: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineSocket {
+    pub path: String,
+    pub engine: String,
+    pub api: SocketApi,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SocketApi {
+    Http,
+    Grpc,
+}
+
+#[derive(Debug, Deserialize)]
+struct Capabilities {
+    capability: Vec<Capability>,
+}
+#[derive(Debug, Deserialize)]
+struct Devices {
+    device: Vec<Device>,
+}
+#[derive(Debug, Deserialize)]
+struct KernelInterfaces {
+    interface: Vec<KernelInterface>,
+}
+#[derive(Debug, Deserialize)]
+struct Sockets {
+    socket: Vec<EngineSocket>,
+}
+
+pub const CAPABILITIES_TOML: &str = include_str!("../probes/capabilities.toml");
+pub const DEVICES_TOML: &str = include_str!("../probes/devices.toml");
+pub const KERNEL_INTERFACES_TOML: &str = include_str!("../probes/kernel-interfaces.toml");
+pub const SOCKETS_TOML: &str = include_str!("../probes/sockets.toml");
+
+fn parse<T: serde::de::DeserializeOwned>(name: &str, text: &str) -> T {
+    toml::from_str(text).unwrap_or_else(|e| panic!("embedded catalog {name} is invalid: {e}"))
+}
+
+pub fn capabilities() -> &'static [Capability] {
+    static C: OnceLock<Vec<Capability>> = OnceLock::new();
+    C.get_or_init(|| parse::<Capabilities>("capabilities.toml", CAPABILITIES_TOML).capability)
+}
+
+pub fn devices() -> &'static [Device] {
+    static C: OnceLock<Vec<Device>> = OnceLock::new();
+    C.get_or_init(|| parse::<Devices>("devices.toml", DEVICES_TOML).device)
+}
+
+pub fn kernel_interfaces() -> &'static [KernelInterface] {
+    static C: OnceLock<Vec<KernelInterface>> = OnceLock::new();
+    C.get_or_init(|| {
+        parse::<KernelInterfaces>("kernel-interfaces.toml", KERNEL_INTERFACES_TOML).interface
+    })
+}
+
+pub fn engine_sockets() -> &'static [EngineSocket] {
+    static C: OnceLock<Vec<EngineSocket>> = OnceLock::new();
+    C.get_or_init(|| parse::<Sockets>("sockets.toml", SOCKETS_TOML).socket)
+}
+
+/// The catalog name of capability `n`, or `cap_N` for one this build does not
+/// know (a newer kernel's cap_last_cap).
+pub fn capability_name(n: u32) -> String {
+    capabilities()
+        .iter()
+        .find(|c| c.number == n)
+        .map(|c| c.name.clone())
+        .unwrap_or_else(|| format!("cap_{n}"))
+}
+
+/// Accepts `CAP_SYS_ADMIN`, `SYS_ADMIN` or `sys_admin`.
+pub fn capability_by_name(name: &str) -> Option<&'static Capability> {
+    let up = name.trim().to_ascii_uppercase();
+    let full = if up.starts_with("CAP_") {
+        up
+    } else {
+        format!("CAP_{up}")
+    };
+    capabilities().iter().find(|c| c.name == full)
+}
+
+/// Matches a path against a pattern where `*` matches any run of characters
+/// within one component.
+pub fn glob_match(pattern: &str, path: &str) -> bool {
+    let pc: Vec<&str> = pattern.split('/').collect();
+    let xc: Vec<&str> = path.split('/').collect();
+    pc.len() == xc.len() && pc.iter().zip(&xc).all(|(p, x)| component_match(p, x))
+}
+
+fn component_match(p: &str, x: &str) -> bool {
+    match p.split_once('*') {
+        None => p == x,
+        Some((pre, rest)) => {
+            if !x.starts_with(pre) {
+                return false;
+            }
+            let tail = &x[pre.len()..];
+            if rest.is_empty() {
+                return true;
+            }
+            (0..=tail.len())
+                .filter(|i| tail.is_char_boundary(*i))
+                .any(|i| component_match(rest, &tail[i..]))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_catalog_is_complete_and_ordered() {
+        let caps = capabilities();
+        for (i, c) in caps.iter().enumerate() {
+            assert_eq!(
+                c.number as usize, i,
+                "capabilities.toml must list 0..N in order"
+            );
+            assert!(c.name.starts_with("CAP_"), "{}", c.name);
+            assert!(
+                c.severity == "none" || c.reported_severity().is_some(),
+                "{}: {}",
+                c.name,
+                c.severity
+            );
+            assert!(!c.why.is_empty());
+        }
+        assert!(
+            caps.len() >= 41,
+            "CAP_CHECKPOINT_RESTORE (40) is in Linux 5.9+"
+        );
+        assert_eq!(capability_by_name("sys_admin").unwrap().number, 21);
+        assert_eq!(capability_name(63), "cap_63");
+    }
+
+    #[test]
+    fn device_kernel_and_socket_catalogs_parse() {
+        assert!(devices()
+            .iter()
+            .any(|d| d.pattern == "mem" && d.severity == Severity::Critical));
+        for d in devices() {
+            assert!(
+                !d.pattern.starts_with('/'),
+                "device patterns are relative to /dev"
+            );
+        }
+        for k in kernel_interfaces() {
+            assert!(k.path.starts_with('/'), "{}", k.path);
+        }
+        assert!(kernel_interfaces()
+            .iter()
+            .any(|k| k.path.ends_with("core_pattern")));
+        let socks = engine_sockets();
+        assert!(socks
+            .iter()
+            .any(|s| s.path == "/var/run/docker.sock" && s.api == SocketApi::Http));
+        for s in socks {
+            assert!(
+                s.path.starts_with('/') && s.path.ends_with(".sock"),
+                "{}",
+                s.path
+            );
+        }
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match(
+            "/run/user/*/docker.sock",
+            "/run/user/1000/docker.sock"
+        ));
+        assert!(!glob_match(
+            "/run/user/*/docker.sock",
+            "/run/user/1000/x/docker.sock"
+        ));
+        assert!(glob_match("sg*", "sg0"));
+        assert!(glob_match("cpu/*/msr", "cpu/0/msr"));
+        assert!(!glob_match("mem", "memory"));
+        assert!(glob_match("a*b*c", "aXXbYYc"));
+    }
+}

@@ -1,0 +1,338 @@
+//! The system as the probes see it. Every path a probe touches goes through
+//! [`Host::path`], so the same probes run against `/` or a fixture tree
+//! (`--root`), and nothing hard-codes `/proc`.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::ffi::OsStringExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nix::unistd::AccessFlags;
+
+/// Files under /proc and /sys are small; anything larger than this is either
+/// hostile or not what we meant to read.
+pub const MAX_READ: u64 = 1 << 20;
+
+#[derive(Debug)]
+pub struct Host {
+    root: PathBuf,
+    started: SystemTime,
+    started_at: Instant,
+    deadline: Instant,
+}
+
+impl Host {
+    pub fn new(root: PathBuf, timeout: Duration) -> Host {
+        let started_at = Instant::now();
+        Host {
+            root,
+            started: SystemTime::now(),
+            started_at,
+            deadline: started_at + timeout,
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// True when probing the system we run on, not a fixture tree.
+    pub fn is_live(&self) -> bool {
+        self.root == Path::new("/")
+    }
+
+    /// Maps an absolute in-container path to where it is under the root.
+    pub fn path(&self, p: impl AsRef<Path>) -> PathBuf {
+        let p = p.as_ref();
+        let rel = p.strip_prefix("/").unwrap_or(p);
+        if rel.as_os_str().is_empty() {
+            self.root.clone()
+        } else {
+            self.root.join(rel)
+        }
+    }
+
+    /// Reads a small text file without ever blocking on a FIFO or device:
+    /// the open is non-blocking and anything but a regular file is refused.
+    pub fn read(&self, p: impl AsRef<Path>) -> io::Result<String> {
+        let bytes = read_regular(&self.path(p), MAX_READ)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    pub fn read_link(&self, p: impl AsRef<Path>) -> io::Result<PathBuf> {
+        std::fs::read_link(self.path(p))
+    }
+
+    /// access(2) with the effective ids (AT_EACCESS): what this process could
+    /// do, including EROFS on read-only mounts, without doing it.
+    pub fn access(&self, p: impl AsRef<Path>, mode: AccessFlags) -> Result<(), nix::Error> {
+        nix::unistd::faccessat(
+            nix::fcntl::AT_FDCWD,
+            &self.path(p),
+            mode,
+            nix::fcntl::AtFlags::AT_EACCESS,
+        )
+    }
+
+    pub fn started(&self) -> SystemTime {
+        self.started
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.started_at.elapsed()
+    }
+
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// The earlier of the run's deadline and `budget` from now.
+    pub fn deadline_within(&self, budget: Duration) -> Instant {
+        std::cmp::min(self.deadline, Instant::now() + budget)
+    }
+}
+
+/// Reads up to `max` bytes of a regular file. O_NONBLOCK keeps open(2) from
+/// hanging on a FIFO planted where a file was expected; the type check keeps
+/// read(2) away from devices and sockets.
+pub fn read_regular(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    let f = File::options()
+        .read(true)
+        .custom_flags(libc_flags::O_NONBLOCK | libc_flags::O_NOCTTY)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let mut buf = Vec::new();
+    f.take(max).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+mod libc_flags {
+    pub const O_NONBLOCK: i32 = nix::fcntl::OFlag::O_NONBLOCK.bits();
+    pub const O_NOCTTY: i32 = nix::fcntl::OFlag::O_NOCTTY.bits();
+}
+
+pub fn os_path(bytes: Vec<u8>) -> PathBuf {
+    PathBuf::from(OsString::from_vec(bytes))
+}
+
+/// Files that `--write-test` (and later `canary plant`) create, so that a
+/// signal or an expired deadline still removes them.
+#[derive(Debug, Default)]
+pub struct Cleanup {
+    state: Mutex<CleanupState>,
+}
+
+#[derive(Debug, Default)]
+struct CleanupState {
+    stopping: bool,
+    paths: Vec<PathBuf>,
+}
+
+impl Cleanup {
+    /// Registers `path` before it is created. Returns false once shutdown has
+    /// begun, so no new file appears after the cleanup pass.
+    pub fn register(&self, path: &Path) -> bool {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.stopping {
+            return false;
+        }
+        st.paths.push(path.to_path_buf());
+        true
+    }
+
+    pub fn forget(&self, path: &Path) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.paths.retain(|p| p != path);
+    }
+
+    /// Removes everything still registered and refuses new registrations.
+    pub fn remove_all(&self) -> Vec<(PathBuf, io::Result<()>)> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.stopping = true;
+        st.paths
+            .drain(..)
+            .map(|p| {
+                let r = match std::fs::remove_file(&p) {
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+                    r => r,
+                };
+                (p, r)
+            })
+            .collect()
+    }
+}
+
+/// Blocks SIGINT, SIGTERM and SIGHUP in this thread (and so in every thread
+/// started after it) and waits for them on a thread of its own, where it is
+/// safe to take a lock and remove files: the files `cleanup` holds are
+/// removed before the process exits with 128 + the signal number.
+pub fn remove_on_signal(cleanup: std::sync::Arc<Cleanup>) -> Result<(), String> {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        set.add(s);
+    }
+    set.thread_block()
+        .map_err(|e| format!("cannot block signals: {e}"))?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Ok(sig) = set.wait() {
+                cleanup.remove_all();
+                std::process::exit(128 + sig as i32);
+            }
+        })
+        .map_err(|e| format!("cannot start the signal thread: {e}"))?;
+    Ok(())
+}
+
+/// SHA-256 of the running binary, so a report names exactly what made it.
+pub fn self_sha256() -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let mut f = File::open("/proc/self/exe").ok()?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf).ok()?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Some(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A random run id; falls back to a hash of time and pid where
+/// /dev/urandom is missing (a bare FROM scratch image without /dev).
+pub fn run_id() -> String {
+    use sha2::{Digest, Sha256};
+    let mut bytes = [0u8; 8];
+    let ok = File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .is_ok();
+    if !ok {
+        let mut h = Sha256::new();
+        h.update(format!("{:?}{}", SystemTime::now(), std::process::id()));
+        bytes.copy_from_slice(&h.finalize()[..8]);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Seconds since the epoch as an RFC 3339 UTC timestamp with milliseconds.
+pub fn rfc3339(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs() as i64;
+    let (y, m, day) = civil_from_days(secs.div_euclid(86_400));
+    let rem = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+/// Today's date (UTC) as (year, month, day).
+pub fn today(t: SystemTime) -> (i64, u32, u32) {
+    let secs = t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() as i64;
+    civil_from_days(secs.div_euclid(86_400))
+}
+
+/// Howard Hinnant's days-to-civil algorithm; avoids a date crate for one use.
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// Parses durations such as `500ms`, `30s`, `2m`, `8h`, `1d`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration: expected a number and a unit such as 500ms, 30s, 2m, 8h or 1d"))?;
+    let mult = match unit {
+        "ms" => 0.001,
+        "s" | "" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        "d" => 86_400.0,
+        _ => {
+            return Err(format!(
+                "'{s}' has an unknown unit '{unit}': expected ms, s, m, h or d"
+            ))
+        }
+    };
+    let secs = n * mult;
+    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
+        return Err(format!(
+            "'{s}' is out of range: expected a positive duration"
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_786), (2026, 11, 29));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("8h").unwrap(), Duration::from_secs(8 * 3600));
+        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert!(parse_duration("x").is_err());
+        assert!(parse_duration("3w").is_err());
+        assert!(parse_duration("0s").is_err());
+    }
+
+    #[test]
+    fn fixture_paths() {
+        let h = Host::new(PathBuf::from("/tmp/fx"), Duration::from_secs(1));
+        assert_eq!(
+            h.path("/proc/self/status"),
+            PathBuf::from("/tmp/fx/proc/self/status")
+        );
+        assert_eq!(h.path("/"), PathBuf::from("/tmp/fx"));
+    }
+
+    #[test]
+    fn refuses_fifo_without_blocking() {
+        let dir = std::env::temp_dir().join(format!("selfprobe-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("id_rsa");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let err = read_regular(&fifo, 10).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,12 @@
+//! selfprobe: from inside a container, devcontainer or CI build container,
+//! find out whether the workspace is the narrow boundary its owners think.
+
+pub mod catalog;
+pub mod cli;
+pub mod finding;
+pub mod host;
+pub mod policy;
+pub mod probe;
+pub mod report;
+pub mod run;
+pub mod scorecard;

@@ -1,0 +1,553 @@
+//! The policy file: the workspace's task contract (DESIGN.md §4). Every error
+//! names the file, the line and what was expected, like cargo-deny's config
+//! errors, because a policy is written by hand and read in CI logs.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::catalog;
+use crate::finding::{code_info, AppliedException, Finding, Severity, Status};
+use crate::host::parse_duration;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.file, self.line, self.column, self.message
+            )
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    pub source: Option<PathBuf>,
+    pub workspace: Option<PathBuf>,
+    pub allow_mounts: Vec<String>,
+    pub allow_capabilities: Vec<u32>,
+    pub network: NetworkPolicy,
+    pub max_token_ttl: Option<Duration>,
+    pub exceptions: Vec<Exception>,
+    pub severity: BTreeMap<String, Severity>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct NetworkPolicy {
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
+    pub defaults: bool,
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Exception {
+    pub code: String,
+    pub subject: Option<String>,
+    pub owner: Option<String>,
+    pub reason: Option<String>,
+    /// (year, month, day) and the text as written.
+    pub expires: Option<((i64, u32, u32), String)>,
+    pub line: usize,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    workspace: Option<RawWorkspace>,
+    network: Option<RawNetwork>,
+    capabilities: Option<RawCapabilities>,
+    secrets: Option<RawSecrets>,
+    #[serde(default)]
+    exception: Vec<Spanned<RawException>>,
+    #[serde(default)]
+    severity: BTreeMap<Spanned<String>, Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkspace {
+    path: Option<Spanned<String>>,
+    #[serde(default)]
+    allow_mounts: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNetwork {
+    #[serde(default)]
+    allow: Vec<Spanned<String>>,
+    #[serde(default)]
+    deny: Vec<Spanned<String>>,
+    #[serde(default)]
+    defaults: bool,
+    timeout: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCapabilities {
+    #[serde(default)]
+    allow: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSecrets {
+    max_token_ttl: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawException {
+    code: Spanned<String>,
+    subject: Option<String>,
+    owner: Option<String>,
+    reason: Option<String>,
+    expires: Option<Spanned<String>>,
+}
+
+struct Source<'a> {
+    file: String,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    fn err(&self, span: Option<Range<usize>>, message: impl Into<String>) -> PolicyError {
+        let (line, column) = match span {
+            Some(r) => line_col(self.text, r.start),
+            None => (0, 0),
+        };
+        PolicyError {
+            file: self.file.clone(),
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text.as_bytes()[..offset];
+    let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+    let col = offset
+        - before
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |p| p + 1)
+        + 1;
+    (line, col)
+}
+
+impl Policy {
+    pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+        let file = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|e| PolicyError {
+            file: file.clone(),
+            line: 0,
+            column: 0,
+            message: format!("cannot read the policy file: {e}"),
+        })?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let (line, column) = line_col(
+                &String::from_utf8_lossy(e.as_bytes()),
+                e.utf8_error().valid_up_to(),
+            );
+            PolicyError {
+                file: file.clone(),
+                line,
+                column,
+                message: "the policy file is not UTF-8 text: expected a TOML document".into(),
+            }
+        })?;
+        let mut p = Policy::parse(&file, &text)?;
+        p.source = Some(path.to_path_buf());
+        Ok(p)
+    }
+
+    pub fn parse(file: &str, text: &str) -> Result<Policy, PolicyError> {
+        let src = Source {
+            file: file.to_string(),
+            text,
+        };
+        let raw: Raw = toml::from_str(text).map_err(|e| {
+            src.err(
+                e.span(),
+                format!("{}: expected the keys of DESIGN.md §4 ([workspace], [network], [capabilities], [secrets], [[exception]], [severity])", e.message().trim_end()),
+            )
+        })?;
+        let mut p = Policy::default();
+
+        if let Some(ws) = raw.workspace {
+            if let Some(path) = ws.path {
+                if !path.get_ref().starts_with('/') {
+                    return Err(src.err(Some(path.span()), format!(
+                        "workspace.path '{}' is relative: expected an absolute path inside the container",
+                        path.get_ref()
+                    )));
+                }
+                p.workspace = Some(PathBuf::from(path.into_inner()));
+            }
+            for m in ws.allow_mounts {
+                if !m.get_ref().starts_with('/') {
+                    return Err(src.err(Some(m.span()), format!(
+                        "allow_mounts entry '{}' is relative: expected an absolute mount point, optionally ending in /*",
+                        m.get_ref()
+                    )));
+                }
+                p.allow_mounts.push(m.into_inner());
+            }
+        }
+
+        if let Some(net) = raw.network {
+            for (list, out) in [
+                (net.allow, &mut p.network.allow),
+                (net.deny, &mut p.network.deny),
+            ] {
+                for d in list {
+                    check_destination(&src, &d)?;
+                    out.push(d.into_inner());
+                }
+            }
+            p.network.defaults = net.defaults;
+            if let Some(t) = net.timeout {
+                p.network.timeout = Some(
+                    parse_duration(t.get_ref())
+                        .map_err(|m| src.err(Some(t.span()), format!("network.timeout: {m}")))?,
+                );
+            }
+        }
+
+        if let Some(caps) = raw.capabilities {
+            for c in caps.allow {
+                let cap = catalog::capability_by_name(c.get_ref()).ok_or_else(|| {
+                    src.err(Some(c.span()), format!(
+                        "capabilities.allow: '{}' is not a capability: expected a name such as CAP_CHOWN (see probes/capabilities.toml)",
+                        c.get_ref()
+                    ))
+                })?;
+                p.allow_capabilities.push(cap.number);
+            }
+        }
+
+        if let Some(sec) = raw.secrets {
+            if let Some(t) = sec.max_token_ttl {
+                p.max_token_ttl =
+                    Some(parse_duration(t.get_ref()).map_err(|m| {
+                        src.err(Some(t.span()), format!("secrets.max_token_ttl: {m}"))
+                    })?);
+            }
+        }
+
+        for e in raw.exception {
+            let line = line_col(text, e.span().start).0;
+            let e = e.into_inner();
+            check_code(&src, &e.code)?;
+            let expires = match e.expires {
+                None => None,
+                Some(x) => Some((
+                    parse_date(x.get_ref()).ok_or_else(|| {
+                        src.err(
+                            Some(x.span()),
+                            format!(
+                                "exception expires '{}' is not a date: expected YYYY-MM-DD",
+                                x.get_ref()
+                            ),
+                        )
+                    })?,
+                    x.into_inner(),
+                )),
+            };
+            p.exceptions.push(Exception {
+                code: e.code.into_inner(),
+                subject: e.subject,
+                owner: e.owner.filter(|o| !o.trim().is_empty()),
+                reason: e.reason,
+                expires,
+                line,
+            });
+        }
+
+        for (code, sev) in raw.severity {
+            check_code(&src, &code)?;
+            let s: Severity = sev.get_ref().parse().map_err(|m: String| {
+                src.err(
+                    Some(sev.span()),
+                    format!("severity of {}: {m}", code.get_ref()),
+                )
+            })?;
+            p.severity.insert(code.into_inner(), s);
+        }
+        Ok(p)
+    }
+
+    /// Applies severity overrides and exceptions. Returns the findings the
+    /// policy itself raises: an exception without an owner or an expiry, or
+    /// past its expiry, is not applied and is reported.
+    pub fn apply(&self, findings: &mut [Finding], today: (i64, u32, u32)) -> Vec<Finding> {
+        for f in findings.iter_mut() {
+            if let Some(s) = self.severity.get(&f.code) {
+                f.severity = *s;
+            }
+        }
+        let mut raised = Vec::new();
+        let file = self
+            .source
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "policy".into());
+        for ex in &self.exceptions {
+            let problem = match (&ex.owner, &ex.expires) {
+                (None, _) => Some("it has no owner".to_string()),
+                (_, None) => Some("it has no expiry date".to_string()),
+                (_, Some((d, text))) if *d < today => Some(format!("it expired on {text}")),
+                _ => None,
+            };
+            let subject = format!("{file}:{}", ex.line);
+            if let Some(problem) = problem {
+                let mut f = Finding::new(
+                    "policy.exception-invalid",
+                    subject.clone(),
+                    format!(
+                        "the exception for {} at {subject} is not applied: {problem}",
+                        ex.code
+                    ),
+                )
+                .with("code", ex.code.clone())
+                .with("problem", problem);
+                if let Some(s) = &ex.subject {
+                    f = f.with("exception_subject", s.clone());
+                }
+                if let Some(o) = &ex.owner {
+                    f = f.with("owner", o.clone());
+                }
+                if let Some(sev) = self.severity.get("policy.exception-invalid") {
+                    f.severity = *sev;
+                }
+                raised.push(f);
+                continue;
+            }
+            for f in findings.iter_mut() {
+                let subject_ok = ex
+                    .subject
+                    .as_deref()
+                    .is_none_or(|s| crate::catalog::glob_match(s, &f.subject) || s == f.subject);
+                if f.code == ex.code && subject_ok && f.status != Status::Excepted {
+                    f.status = Status::Excepted;
+                    f.exception = Some(AppliedException {
+                        owner: ex.owner.clone().unwrap_or_default(),
+                        reason: ex.reason.clone().unwrap_or_default(),
+                        expires: ex.expires.as_ref().map(|e| e.1.clone()).unwrap_or_default(),
+                    });
+                }
+            }
+        }
+        raised
+    }
+
+    /// Whether a mount point is covered by `workspace.allow_mounts`: an exact
+    /// entry, or an entry ending in `/*` for everything below a directory.
+    pub fn mount_allowed(&self, mount_point: &str) -> bool {
+        self.allow_mounts
+            .iter()
+            .any(|a| match a.strip_suffix("/*") {
+                Some(dir) => mount_point.starts_with(&format!("{dir}/")),
+                None => a.trim_end_matches('/') == mount_point.trim_end_matches('/'),
+            })
+    }
+}
+
+fn check_code(src: &Source, code: &Spanned<String>) -> Result<(), PolicyError> {
+    if code_info(code.get_ref()).is_none() {
+        return Err(src.err(
+            Some(code.span()),
+            format!(
+                "'{}' is not a finding code: expected one listed by `selfprobe list-checks`",
+                code.get_ref()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_destination(src: &Source, d: &Spanned<String>) -> Result<(), PolicyError> {
+    let ok = ["tcp://", "http://", "https://", "dns://"]
+        .iter()
+        .any(|s| d.get_ref().starts_with(s) && d.get_ref().len() > s.len());
+    if ok {
+        Ok(())
+    } else {
+        Err(src.err(
+            Some(d.span()),
+            format!(
+                "destination '{}' is not understood: expected tcp://host:port, http://..., https://... or dns://name",
+                d.get_ref()
+            ),
+        ))
+    }
+}
+
+fn parse_date(s: &str) -> Option<(i64, u32, u32)> {
+    let mut it = s.split('-');
+    let (y, m, d) = (it.next()?, it.next()?, it.next()?);
+    if it.next().is_some() || y.len() != 4 || m.len() != 2 || d.len() != 2 {
+        return None;
+    }
+    let (y, m, d) = (y.parse().ok()?, m.parse().ok()?, d.parse().ok()?);
+    ((1..=12).contains(&m) && (1..=31).contains(&d)).then_some((y, m, d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[workspace]
+path = "/workspaces/app"
+allow_mounts = ["/cache/pip", "/opt/tools/*"]
+
+[network]
+allow = ["tcp://127.0.0.1:8080"]
+deny = ["tcp://169.254.169.254:80"]
+defaults = false
+
+[capabilities]
+allow = ["CAP_CHOWN", "net_raw"]
+
+[secrets]
+max_token_ttl = "8h"
+
+[[exception]]
+code = "engine.socket-reachable"
+subject = "/var/run/docker.sock"
+owner = "platform@example.com"
+reason = "builds need the engine"
+expires = "2999-01-31"
+
+[severity]
+"repro.no-lockfile" = "medium"
+"#;
+
+    #[test]
+    fn parses_a_complete_policy() {
+        let p = Policy::parse("p.toml", GOOD).unwrap();
+        assert_eq!(p.workspace.as_deref(), Some(Path::new("/workspaces/app")));
+        assert_eq!(p.allow_capabilities, vec![0, 13]);
+        assert_eq!(p.max_token_ttl, Some(Duration::from_secs(8 * 3600)));
+        assert_eq!(p.exceptions[0].line, 17);
+        assert_eq!(p.severity["repro.no-lockfile"], Severity::Medium);
+        assert!(p.mount_allowed("/cache/pip"));
+        assert!(p.mount_allowed("/opt/tools/x"));
+        assert!(!p.mount_allowed("/opt/tools"));
+        assert!(!p.mount_allowed("/cache"));
+    }
+
+    fn err(text: &str) -> PolicyError {
+        Policy::parse("bad.toml", text).unwrap_err()
+    }
+
+    #[test]
+    fn errors_name_file_line_and_expectation() {
+        let e = err("[workspace]\npath = 3\n");
+        assert_eq!((e.line, e.file.as_str()), (2, "bad.toml"));
+        assert!(e.message.contains("string"), "{e}");
+
+        let e = err("[workspace]\npath = \"/w\"\n\n[capabilities]\nallow = [\"CAP_FLY\"]\n");
+        assert_eq!(e.line, 5);
+        assert!(
+            e.message.contains("CAP_FLY") && e.message.contains("expected"),
+            "{e}"
+        );
+
+        let e = err("[severity]\n\"mount.nope\" = \"high\"\n");
+        assert_eq!(e.line, 2);
+        assert!(e.message.contains("mount.nope"));
+
+        let e = err("[severity]\n\"mount.socket\" = \"severe\"\n");
+        assert_eq!(e.line, 2);
+
+        let e = err("[[exception]]\ncode = \"mount.socket\"\nexpires = \"31/01/2027\"\n");
+        assert_eq!(e.line, 3);
+        assert!(e.message.contains("YYYY-MM-DD"));
+
+        let e = err("[workspace]\npaht = \"/w\"\n");
+        assert_eq!(e.line, 2);
+        assert!(e.message.contains("paht"), "{e}");
+
+        let e = err("[network]\ndeny = [\"169.254.169.254\"]\n");
+        assert_eq!(e.line, 2);
+        assert!(e.to_string().starts_with("bad.toml:2:"), "{e}");
+
+        let e = err("[workspace\n");
+        assert_eq!(e.line, 1);
+    }
+
+    #[test]
+    fn exceptions_need_owner_and_a_future_expiry() {
+        let text = r#"
+[[exception]]
+code = "mount.socket"
+owner = "a@example.com"
+expires = "2020-01-01"
+
+[[exception]]
+code = "mount.socket"
+expires = "2999-01-01"
+
+[[exception]]
+code = "mount.socket"
+owner = "b@example.com"
+
+[[exception]]
+code = "mount.socket"
+subject = "/run/x.sock"
+owner = "c@example.com"
+reason = "r"
+expires = "2999-01-01"
+"#;
+        let p = Policy::parse("p.toml", text).unwrap();
+        let mut fs = vec![
+            Finding::new("mount.socket", "/run/x.sock", "m"),
+            Finding::new("mount.socket", "/run/y.sock", "m"),
+        ];
+        let raised = p.apply(&mut fs, (2026, 11, 29));
+        assert_eq!(raised.len(), 3);
+        assert!(raised.iter().all(|f| f.code == "policy.exception-invalid"));
+        assert!(raised[0].message.contains("expired"));
+        assert!(raised[1].message.contains("no owner"));
+        assert!(raised[2].message.contains("no expiry"));
+        assert_eq!(fs[0].status, Status::Excepted);
+        assert_eq!(fs[0].exception.as_ref().unwrap().owner, "c@example.com");
+        assert_eq!(
+            fs[1].status,
+            Status::Fail,
+            "the other subject stays failing"
+        );
+    }
+
+    #[test]
+    fn severity_override_applies() {
+        let p = Policy::parse("p", "[severity]\n\"mount.socket\" = \"low\"\n").unwrap();
+        let mut fs = vec![Finding::new("mount.socket", "/s", "m")];
+        p.apply(&mut fs, (2026, 1, 1));
+        assert_eq!(fs[0].severity, Severity::Low);
+    }
+}

@@ -1,0 +1,164 @@
+//! Phase 2: device nodes under /dev. Block devices are host disks; the
+//! character devices in probes/devices.toml reach host memory, kernel or
+//! hardware. Nodes are stat'ed and checked with access(2), never opened.
+
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::Path;
+
+use nix::unistd::AccessFlags;
+use serde::Serialize;
+
+use crate::catalog;
+use crate::finding::{Finding, Severity};
+use crate::host::Host;
+
+/// A workspace's /dev holds a few dozen nodes; a privileged one a few
+/// hundred. Past this the walk stops and says so.
+const MAX_ENTRIES: usize = 20_000;
+const MAX_DEPTH: usize = 4;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceNode {
+    pub path: String,
+    pub kind: &'static str,
+    pub major: u64,
+    pub minor: u64,
+    pub readable: bool,
+    pub writable: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DeviceFacts {
+    pub nodes: Vec<DeviceNode>,
+    pub truncated: bool,
+}
+
+pub fn collect(host: &Host) -> Result<DeviceFacts, String> {
+    let dev = host.path("/dev");
+    let rd = std::fs::read_dir(&dev).map_err(|e| format!("cannot list /dev: {e}"))?;
+    let mut f = DeviceFacts::default();
+    let mut stack = vec![(rd, 1usize)];
+    let mut seen = 0usize;
+    while let Some((mut rd, depth)) = stack.pop() {
+        let Some(ent) = rd.next() else { continue };
+        stack.push((rd, depth));
+        let Ok(ent) = ent else { continue };
+        seen += 1;
+        if seen > MAX_ENTRIES {
+            f.truncated = true;
+            break;
+        }
+        let Ok(meta) = ent.path().symlink_metadata() else {
+            continue;
+        };
+        let ft = meta.file_type();
+        let rel = ent
+            .path()
+            .strip_prefix(&dev)
+            .map(|p| p.to_path_buf())
+            .unwrap_or_default();
+        let rel_s = rel.to_string_lossy().into_owned();
+        if ft.is_dir() {
+            // pts, shm and mqueue hold terminals and IPC objects, not hardware.
+            if depth < MAX_DEPTH && !matches!(rel_s.as_str(), "pts" | "shm" | "mqueue" | "fd") {
+                if let Ok(sub) = std::fs::read_dir(ent.path()) {
+                    stack.push((sub, depth + 1));
+                }
+            }
+            continue;
+        }
+        let kind = if ft.is_block_device() {
+            "block"
+        } else if ft.is_char_device() {
+            "char"
+        } else {
+            continue;
+        };
+        let in_root = Path::new("/dev").join(&rel);
+        let rdev = meta.rdev();
+        f.nodes.push(DeviceNode {
+            path: in_root.to_string_lossy().into_owned(),
+            kind,
+            major: nix::sys::stat::major(rdev),
+            minor: nix::sys::stat::minor(rdev),
+            readable: host.access(&in_root, AccessFlags::R_OK).is_ok(),
+            writable: host.access(&in_root, AccessFlags::W_OK).is_ok(),
+        });
+    }
+    f.nodes.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(f)
+}
+
+impl DeviceFacts {
+    pub fn block_devices(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter(|n| n.kind == "block")
+            .map(|n| n.path.clone())
+            .collect()
+    }
+}
+
+pub fn evaluate(f: &DeviceFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for n in &f.nodes {
+        let ev = |fnd: Finding| {
+            fnd.with("path", n.path.clone())
+                .with("major", n.major)
+                .with("minor", n.minor)
+                .with("readable", n.readable)
+                .with("writable", n.writable)
+        };
+        if n.kind == "block" {
+            let access = match (n.readable, n.writable) {
+                (_, true) => "writable",
+                (true, false) => "readable",
+                _ => "present (access denied to this user)",
+            };
+            let sev = if n.writable {
+                Severity::Critical
+            } else {
+                Severity::High
+            };
+            out.push(
+                ev(Finding::new(
+                    "device.host-block",
+                    &n.path,
+                    format!(
+                        "{} is a host block device ({}:{}), {access}",
+                        n.path, n.major, n.minor
+                    ),
+                ))
+                .severity(sev),
+            );
+            continue;
+        }
+        let rel = n.path.trim_start_matches("/dev/");
+        if let Some(d) = catalog::devices()
+            .iter()
+            .find(|d| catalog::glob_match(&d.pattern, rel))
+        {
+            out.push(
+                ev(Finding::new(
+                    "device.sensitive",
+                    &n.path,
+                    format!("{}: {}", n.path, d.why),
+                ))
+                .severity(d.severity)
+                .with("why", d.why.clone()),
+            );
+        }
+    }
+    if f.truncated {
+        out.push(
+            Finding::new(
+                "probe.incomplete",
+                "devices",
+                format!("/dev holds more than {MAX_ENTRIES} entries; the rest was not examined"),
+            )
+            .unknown()
+            .with("probe", "devices"),
+        );
+    }
+    out
+}

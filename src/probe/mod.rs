@@ -1,0 +1,342 @@
+//! The probes, one file per area. Each collects facts; evaluation into
+//! findings is separate and pure. This module schedules them: every probe
+//! runs on its own thread with a deadline, so a hung mount, a FIFO or a
+//! socket that never answers costs at most that probe, never the run.
+
+pub mod devices;
+pub mod mounts;
+pub mod namespaces;
+pub mod privilege;
+pub mod sockets;
+pub mod writable;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::finding::Finding;
+use crate::host::{Cleanup, Host};
+use crate::policy::Policy;
+
+/// How long one probe may take unless the run's own deadline is sooner.
+pub const PROBE_BUDGET: Duration = Duration::from_secs(5);
+
+pub struct Context {
+    pub host: Host,
+    pub policy: Policy,
+    /// Where the workspace should be and where that came from.
+    pub workspace: Option<(PathBuf, String)>,
+    pub run_id: String,
+    pub write_test: bool,
+    pub cleanup: Arc<Cleanup>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeRecord {
+    pub name: &'static str,
+    pub phase: u8,
+    /// ok, incomplete, timeout or panic.
+    pub status: &'static str,
+    pub duration_us: u128,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+pub enum Outcome<T> {
+    Done(T),
+    Failed(String),
+    TimedOut,
+    Panicked(String),
+}
+
+/// A probe started on its own thread.
+pub struct Running<T> {
+    name: &'static str,
+    phase: u8,
+    started: Instant,
+    deadline: Instant,
+    rx: mpsc::Receiver<std::thread::Result<Result<T, String>>>,
+}
+
+pub fn spawn<T, F>(name: &'static str, phase: u8, deadline: Instant, f: F) -> Running<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, String> + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel();
+    let started = Instant::now();
+    let spawned = std::thread::Builder::new()
+        .name(format!("probe-{name}"))
+        .spawn(move || {
+            let _ = tx.send(catch_unwind(AssertUnwindSafe(f)));
+        });
+    if let Err(e) = spawned {
+        // Could not even start a thread: report it through the same path.
+        let (tx, rx2) = mpsc::channel();
+        let _ = tx.send(Ok(Err(format!("cannot start a thread: {e}"))));
+        return Running {
+            name,
+            phase,
+            started,
+            deadline,
+            rx: rx2,
+        };
+    }
+    Running {
+        name,
+        phase,
+        started,
+        deadline,
+        rx,
+    }
+}
+
+impl<T> Running<T> {
+    /// Waits until the probe ends or its deadline passes. A probe that
+    /// overruns is abandoned: its thread may stay blocked (a hung mount),
+    /// but the run goes on and the process exits without it.
+    pub fn wait(self, records: &mut Vec<ProbeRecord>) -> Outcome<T> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        let res = self.rx.recv_timeout(left);
+        let dur = self.started.elapsed().as_micros();
+        let (out, status, reason) = match res {
+            Ok(Ok(Ok(v))) => (Outcome::Done(v), "ok", None),
+            Ok(Ok(Err(e))) => (Outcome::Failed(e.clone()), "incomplete", Some(e)),
+            Ok(Err(p)) => {
+                let msg = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                (Outcome::Panicked(msg.clone()), "panic", Some(msg))
+            }
+            Err(_) => (
+                Outcome::TimedOut,
+                "timeout",
+                Some(format!("did not finish within {} ms", left.as_millis())),
+            ),
+        };
+        records.push(ProbeRecord {
+            name: self.name,
+            phase: self.phase,
+            status,
+            duration_us: dur,
+            reason,
+        });
+        out
+    }
+}
+
+/// Everything the probes found, for the reports' inventory.
+#[derive(Debug, Default, Serialize)]
+pub struct Facts {
+    pub mounts: Option<mounts::MountFacts>,
+    pub privilege: Option<privilege::PrivFacts>,
+    pub namespaces: Option<namespaces::NsFacts>,
+    pub devices: Option<devices::DeviceFacts>,
+    pub sockets: Option<sockets::SocketFacts>,
+    pub writable: Option<writable::WritableFacts>,
+}
+
+pub struct Collected {
+    pub facts: Facts,
+    pub findings: Vec<Finding>,
+    pub records: Vec<ProbeRecord>,
+    pub panicked: bool,
+}
+
+fn incomplete(probe: &str, phase: u8, why: String) -> Finding {
+    Finding::new(
+        "probe.incomplete",
+        probe.to_string(),
+        format!("the {probe} probe could not finish: {why}"),
+    )
+    .unknown()
+    .with("probe", probe.to_string())
+    .with("phase", phase)
+    .with("reason", why)
+}
+
+/// Unwraps a probe outcome into its facts, or records why there are none.
+fn take<T>(
+    o: Outcome<T>,
+    probe: &str,
+    phase: u8,
+    findings: &mut Vec<Finding>,
+    panicked: &mut bool,
+) -> Option<T> {
+    match o {
+        Outcome::Done(v) => Some(v),
+        Outcome::Failed(e) => {
+            findings.push(incomplete(probe, phase, e));
+            None
+        }
+        Outcome::TimedOut => {
+            findings.push(incomplete(probe, phase, "it timed out".into()));
+            None
+        }
+        Outcome::Panicked(m) => {
+            *panicked = true;
+            findings.push(incomplete(
+                probe,
+                phase,
+                format!("it failed internally ({m})"),
+            ));
+            None
+        }
+    }
+}
+
+/// Runs phases 1 and 2. Mounts come first because sockets and writability
+/// look inside the host mounts; the rest run side by side.
+pub fn run(ctx: Arc<Context>) -> Collected {
+    let mut records = Vec::new();
+    let mut findings = Vec::new();
+    let mut panicked = false;
+    let budget = |ctx: &Context| ctx.host.deadline_within(PROBE_BUDGET);
+
+    let c = ctx.clone();
+    let m = spawn("mounts", 1, budget(&ctx), move || {
+        let mut f = mounts::collect(&c.host, c.workspace.clone())?;
+        mounts::apply_policy(&mut f, &c.policy);
+        Ok(f)
+    })
+    .wait(&mut records);
+    let mount_facts = take(m, "mounts", 1, &mut findings, &mut panicked).map(Arc::new);
+
+    let c = ctx.clone();
+    let privilege = spawn("privilege", 2, budget(&ctx), move || {
+        privilege::collect(&c.host)
+    });
+    let c = ctx.clone();
+    let namespaces = spawn("namespaces", 2, budget(&ctx), move || {
+        namespaces::collect(&c.host)
+    });
+    let c = ctx.clone();
+    let devices = spawn("devices", 2, budget(&ctx), move || {
+        devices::collect(&c.host)
+    });
+    let c = ctx.clone();
+    let mf = mount_facts.clone();
+    let sock_deadline = budget(&ctx);
+    let sockets = spawn("sockets", 2, sock_deadline, move || {
+        Ok(sockets::collect(&c.host, mf.as_deref(), sock_deadline))
+    });
+    let c = ctx.clone();
+    let mf = mount_facts.clone();
+    let writable = spawn("writable", 2, budget(&ctx), move || {
+        let wt = c
+            .write_test
+            .then_some((c.cleanup.as_ref(), c.run_id.as_str()));
+        Ok(writable::collect(&c.host, mf.as_deref(), wt))
+    });
+
+    let mut facts = Facts {
+        privilege: take(
+            privilege.wait(&mut records),
+            "privilege",
+            2,
+            &mut findings,
+            &mut panicked,
+        ),
+        namespaces: take(
+            namespaces.wait(&mut records),
+            "namespaces",
+            2,
+            &mut findings,
+            &mut panicked,
+        ),
+        devices: take(
+            devices.wait(&mut records),
+            "devices",
+            2,
+            &mut findings,
+            &mut panicked,
+        ),
+        sockets: take(
+            sockets.wait(&mut records),
+            "sockets",
+            2,
+            &mut findings,
+            &mut panicked,
+        ),
+        writable: take(
+            writable.wait(&mut records),
+            "writable",
+            2,
+            &mut findings,
+            &mut panicked,
+        ),
+        mounts: None,
+    };
+
+    if let Some(m) = &mount_facts {
+        findings.extend(mounts::evaluate(m));
+        for e in &m.parse_errors {
+            findings.push(incomplete("mounts", 1, e.clone()).with("subject_detail", e.clone()));
+        }
+    }
+    if let Some(n) = &facts.namespaces {
+        findings.extend(namespaces::evaluate(n));
+        for (ns, why) in &n.unreadable {
+            let mut f = incomplete("namespaces", 2, format!("/proc/self/ns/{ns}: {why}"));
+            f.subject = format!("namespaces:{ns}");
+            f.id = crate::finding::finding_id(&f.code, &f.subject);
+            findings.push(f);
+        }
+    }
+    if let Some(d) = &facts.devices {
+        findings.extend(devices::evaluate(d));
+    }
+    if let Some(s) = &facts.sockets {
+        findings.extend(sockets::evaluate(s));
+    }
+    if let Some(w) = &facts.writable {
+        findings.extend(writable::evaluate(w));
+    }
+    if let Some(p) = &facts.privilege {
+        let sig = privilege::PrivilegedSignals {
+            sysfs_writable: mount_facts.as_ref().is_some_and(|m| {
+                m.mounts.iter().any(|e| {
+                    e.mount.fstype == "sysfs"
+                        && e.mount.mount_point == std::path::Path::new("/sys")
+                        && !e.read_only
+                })
+            }),
+            writable_kernel_interfaces: facts
+                .writable
+                .as_ref()
+                .map(|w| {
+                    w.kernel_interfaces
+                        .iter()
+                        .filter(|k| k.writable)
+                        .map(|k| k.path.clone())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            host_block_devices: facts
+                .devices
+                .as_ref()
+                .map(|d| d.block_devices())
+                .unwrap_or_default(),
+        };
+        findings.extend(privilege::evaluate(p, &ctx.policy, &sig));
+        for (what, why) in &p.incomplete {
+            let mut f = incomplete("privilege", 2, format!("{what}: {why}"));
+            f.subject = format!("privilege:{what}");
+            f.id = crate::finding::finding_id(&f.code, &f.subject);
+            findings.push(f);
+        }
+    }
+    facts.mounts = mount_facts.map(|m| Arc::try_unwrap(m).unwrap_or_else(|a| (*a).clone()));
+    Collected {
+        facts,
+        findings,
+        records,
+        panicked,
+    }
+}

@@ -1,0 +1,233 @@
+//! Phase 2: does the workspace share the host's namespaces? The namespace
+//! inode is compared with the kernel's fixed initial-namespace numbers, and
+//! corroborated by what only the host's namespaces show.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::finding::Finding;
+use crate::host::Host;
+
+/// include/linux/proc_ns.h: initial namespaces have fixed inode numbers.
+/// Dynamic ones start at 0xF0000000, so a match cannot be a coincidence.
+/// NET and MNT got fixed numbers only in recent kernels (6.18 here shows
+/// them); older kernels give init_net a dynamic number, hence corroboration.
+pub const INIT_INODES: &[(&str, u64)] = &[
+    ("ipc", 0xEFFF_FFFF),
+    ("uts", 0xEFFF_FFFE),
+    ("user", 0xEFFF_FFFD),
+    ("pid", 0xEFFF_FFFC),
+    ("cgroup", 0xEFFF_FFFB),
+    ("time", 0xEFFF_FFFA),
+    ("net", 0xEFFF_FFF9),
+    ("mnt", 0xEFFF_FFF8),
+];
+
+/// Interfaces that exist only in a host's (or a node's) network namespace.
+const HOST_INTERFACE_PREFIXES: &[&str] = &[
+    "docker0",
+    "podman",
+    "cni",
+    "virbr",
+    "br-",
+    "veth",
+    "flannel",
+    "cali",
+    "weave",
+    "kube-",
+    "lxcbr",
+    "lxdbr",
+    "vxlan.calico",
+    "cilium_",
+];
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct NsFacts {
+    pub inodes: BTreeMap<String, u64>,
+    pub unreadable: BTreeMap<String, String>,
+    /// Some(true) when /proc/2 is kthreadd: only the initial PID namespace
+    /// sees kernel threads.
+    pub kthreadd_visible: Option<bool>,
+    pub pid1_comm: Option<String>,
+    pub interfaces: Vec<String>,
+}
+
+pub fn parse_ns_link(link: &str) -> Option<u64> {
+    let start = link.find('[')? + 1;
+    let end = link[start..].find(']')? + start;
+    link[start..end].parse().ok()
+}
+
+pub fn parse_net_dev(text: &str) -> Vec<String> {
+    text.lines()
+        .skip(2)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, _)| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
+pub fn collect(host: &Host) -> Result<NsFacts, String> {
+    let mut f = NsFacts::default();
+    for (name, _) in INIT_INODES {
+        match host.read_link(format!("/proc/self/ns/{name}")) {
+            Ok(l) => match parse_ns_link(&l.to_string_lossy()) {
+                Some(ino) => {
+                    f.inodes.insert(name.to_string(), ino);
+                }
+                None => {
+                    f.unreadable.insert(
+                        name.to_string(),
+                        format!("unexpected link '{}'", l.display()),
+                    );
+                }
+            },
+            Err(e) => {
+                f.unreadable.insert(name.to_string(), e.to_string());
+            }
+        }
+    }
+    if f.inodes.is_empty() && !host.path("/proc/self").exists() {
+        return Err("no /proc/self: namespaces cannot be read".into());
+    }
+    f.kthreadd_visible = match host.read("/proc/2/status") {
+        Ok(s) => Some(
+            s.lines()
+                .next()
+                .is_some_and(|l| l.trim_start_matches("Name:").trim() == "kthreadd"),
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(false),
+        Err(_) => None,
+    };
+    f.pid1_comm = host.read("/proc/1/comm").ok().map(|s| s.trim().to_string());
+    if let Ok(t) = host.read("/proc/net/dev") {
+        f.interfaces = parse_net_dev(&t);
+    }
+    Ok(f)
+}
+
+fn init_inode(name: &str) -> u64 {
+    INIT_INODES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, i)| *i)
+        .unwrap_or(0)
+}
+
+pub fn evaluate(f: &NsFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let is_init = |name: &str| f.inodes.get(name).map(|i| *i == init_inode(name));
+    let evidence = |fnd: Finding, name: &str| {
+        fnd.with("namespace", name.to_string())
+            .with("inode", f.inodes.get(name).copied())
+            .with("initial_inode", init_inode(name))
+    };
+
+    let kthreadd = f.kthreadd_visible == Some(true);
+    if is_init("pid") == Some(true) || kthreadd {
+        out.push(
+            evidence(
+                Finding::new(
+                    "ns.host-pid",
+                    "pid",
+                    "the workspace shares the host's PID namespace: host processes are visible",
+                ),
+                "pid",
+            )
+            .with("kthreadd_visible", f.kthreadd_visible)
+            .with("pid1_comm", f.pid1_comm.clone()),
+        );
+    }
+
+    let host_ifaces: Vec<&String> = f
+        .interfaces
+        .iter()
+        .filter(|i| HOST_INTERFACE_PREFIXES.iter().any(|p| i.starts_with(p)))
+        .collect();
+    if is_init("net") == Some(true) || !host_ifaces.is_empty() {
+        out.push(
+            evidence(
+                Finding::new(
+                    "ns.host-network",
+                    "net",
+                    "the workspace shares the host's network namespace",
+                ),
+                "net",
+            )
+            .with("interfaces", f.interfaces.clone())
+            .with(
+                "host_interfaces",
+                host_ifaces
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>(),
+            ),
+        );
+    }
+
+    for (name, code, what) in [
+        ("ipc", "ns.host-ipc", "IPC"),
+        ("uts", "ns.host-uts", "UTS (hostname)"),
+        ("cgroup", "ns.host-cgroup", "cgroup"),
+    ] {
+        if is_init(name) == Some(true) {
+            out.push(evidence(
+                Finding::new(
+                    code,
+                    name,
+                    format!("the workspace shares the host's {what} namespace"),
+                ),
+                name,
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_and_interfaces() {
+        assert_eq!(parse_ns_link("pid:[4026531836]"), Some(4026531836));
+        assert_eq!(parse_ns_link("pid:[x]"), None);
+        assert_eq!(parse_ns_link("garbage"), None);
+        let dev = "Inter-|   Receive\n face |bytes\n    lo: 0 0\n  eth0: 1 2\n";
+        assert_eq!(parse_net_dev(dev), vec!["lo", "eth0"]);
+    }
+
+    #[test]
+    fn private_namespaces_raise_nothing() {
+        let mut f = NsFacts::default();
+        for (n, _) in INIT_INODES {
+            f.inodes.insert(n.to_string(), 4026532200);
+        }
+        f.interfaces = vec!["lo".into(), "eth0".into()];
+        f.kthreadd_visible = Some(false);
+        assert!(evaluate(&f).is_empty());
+    }
+
+    #[test]
+    fn host_pid_by_inode_or_kthreadd() {
+        let mut f = NsFacts::default();
+        f.inodes.insert("pid".into(), 0xEFFF_FFFC);
+        assert_eq!(evaluate(&f)[0].code, "ns.host-pid");
+        let f = NsFacts {
+            kthreadd_visible: Some(true),
+            ..NsFacts::default()
+        };
+        assert_eq!(evaluate(&f)[0].code, "ns.host-pid");
+    }
+
+    #[test]
+    fn host_network_by_bridge_interface() {
+        let mut f = NsFacts::default();
+        f.inodes.insert("net".into(), 4026532008);
+        f.interfaces = vec!["lo".into(), "docker0".into(), "veth12ab".into()];
+        let fs = evaluate(&f);
+        assert_eq!(fs.len(), 1);
+        assert_eq!(fs[0].code, "ns.host-network");
+    }
+}

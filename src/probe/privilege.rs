@@ -1,0 +1,518 @@
+//! Phase 2, the process's own privilege: capability sets, seccomp,
+//! no_new_privs, the LSM label and the user namespace mapping.
+
+use std::collections::BTreeMap;
+use std::io;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::catalog;
+use crate::finding::{Finding, Severity};
+use crate::host::Host;
+use crate::policy::Policy;
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CapSets {
+    pub inheritable: u64,
+    pub permitted: u64,
+    pub effective: u64,
+    pub bounding: u64,
+    pub ambient: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PrivFacts {
+    /// real, effective, saved, filesystem
+    pub uid: Vec<u32>,
+    pub gid: Vec<u32>,
+    pub caps: CapSets,
+    pub cap_last_cap: Option<u32>,
+    pub no_new_privs: Option<bool>,
+    pub seccomp: Option<u8>,
+    pub seccomp_filters: Option<u32>,
+    /// The LSM label, or None when the kernel has no LSM that labels processes.
+    pub lsm_label: Option<String>,
+    pub uid_map: Vec<(u64, u64, u64)>,
+    /// Parts that could not be read: (what, why).
+    pub incomplete: Vec<(String, String)>,
+}
+
+pub fn parse_status(text: &str) -> BTreeMap<&str, &str> {
+    text.lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim(), v.trim()))
+        .collect()
+}
+
+pub fn parse_id_map(text: &str) -> Result<Vec<(u64, u64, u64)>, String> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Vec<u64> = l
+                .split_whitespace()
+                .map(|x| x.parse::<u64>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| format!("uid_map line '{}' is not three numbers", l.trim()))?;
+            match v[..] {
+                [a, b, c] => Ok((a, b, c)),
+                _ => Err(format!("uid_map line '{}' is not three numbers", l.trim())),
+            }
+        })
+        .collect()
+}
+
+pub fn collect(host: &Host) -> Result<PrivFacts, String> {
+    let status = host
+        .read("/proc/self/status")
+        .map_err(|e| format!("cannot read /proc/self/status: {e}"))?;
+    let s = parse_status(&status);
+    let mut f = PrivFacts::default();
+    let ids = |k: &str| -> Vec<u32> {
+        s.get(k)
+            .map(|v| {
+                v.split_whitespace()
+                    .filter_map(|x| x.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    f.uid = ids("Uid");
+    f.gid = ids("Gid");
+    if f.uid.len() < 2 {
+        return Err("/proc/self/status has no Uid line".into());
+    }
+    let cap = |k: &str| s.get(k).and_then(|v| u64::from_str_radix(v, 16).ok());
+    match (cap("CapInh"), cap("CapPrm"), cap("CapEff"), cap("CapBnd")) {
+        (Some(i), Some(p), Some(e), Some(b)) => {
+            f.caps = CapSets {
+                inheritable: i,
+                permitted: p,
+                effective: e,
+                bounding: b,
+                ambient: cap("CapAmb").unwrap_or(0),
+            }
+        }
+        _ => return Err("/proc/self/status has no capability sets".into()),
+    }
+    f.no_new_privs = s.get("NoNewPrivs").map(|v| *v == "1");
+    f.seccomp = s.get("Seccomp").and_then(|v| v.parse().ok());
+    f.seccomp_filters = s.get("Seccomp_filters").and_then(|v| v.parse().ok());
+    match host.read("/proc/sys/kernel/cap_last_cap") {
+        Ok(t) => f.cap_last_cap = t.trim().parse().ok(),
+        Err(e) => f.incomplete.push(("cap_last_cap".into(), e.to_string())),
+    }
+    match host.read("/proc/self/uid_map") {
+        Ok(t) => match parse_id_map(&t) {
+            Ok(m) => f.uid_map = m,
+            Err(e) => f.incomplete.push(("uid_map".into(), e)),
+        },
+        Err(e) => f.incomplete.push(("uid_map".into(), e.to_string())),
+    }
+    match read_lsm(host) {
+        Ok(l) => f.lsm_label = l,
+        Err(e) => f.incomplete.push(("lsm".into(), e)),
+    }
+    Ok(f)
+}
+
+fn read_lsm(host: &Host) -> Result<Option<String>, String> {
+    // The AppArmor-specific file exists where several LSMs stack; the
+    // generic one answers EINVAL when no LSM labels processes.
+    for p in [
+        "/proc/self/attr/apparmor/current",
+        "/proc/self/attr/current",
+    ] {
+        match host.read(p) {
+            Ok(t) => {
+                let t = t
+                    .trim_matches(|c: char| c == '\0' || c.is_whitespace())
+                    .to_string();
+                return Ok((!t.is_empty()).then_some(t));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) if e.raw_os_error() == Some(nix::libc::EINVAL) => return Ok(None),
+            Err(e) => return Err(format!("cannot read {p}: {e}")),
+        }
+    }
+    if host.path("/proc/self").is_dir() {
+        Ok(None)
+    } else {
+        Err("no /proc/self/attr".into())
+    }
+}
+
+pub fn cap_names(mask: u64, last: u32) -> Vec<String> {
+    (0..=last.min(63))
+        .filter(|n| mask & (1u64 << n) != 0)
+        .map(catalog::capability_name)
+        .collect()
+}
+
+impl PrivFacts {
+    fn last_cap(&self) -> u32 {
+        self.cap_last_cap.unwrap_or(40)
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.uid.get(1) == Some(&0)
+    }
+
+    /// uid 0 inside mapped to uid 0 outside: no user namespace protects the host.
+    pub fn root_maps_to_host_root(&self) -> bool {
+        self.uid_map
+            .iter()
+            .any(|(inside, outside, len)| *inside == 0 && *outside == 0 && *len > 0)
+    }
+
+    pub fn has_effective(&self, cap: u32) -> bool {
+        self.caps.effective & (1u64 << cap) != 0
+    }
+
+    pub fn inventory(&self) -> Value {
+        let last = self.last_cap();
+        json!({
+            "uid": self.uid, "gid": self.gid,
+            "cap_last_cap": self.cap_last_cap,
+            "capabilities": {
+                "effective": cap_names(self.caps.effective, last),
+                "permitted": cap_names(self.caps.permitted, last),
+                "inheritable": cap_names(self.caps.inheritable, last),
+                "bounding": cap_names(self.caps.bounding, last),
+                "ambient": cap_names(self.caps.ambient, last),
+                "hex": {
+                    "effective": format!("{:016x}", self.caps.effective),
+                    "permitted": format!("{:016x}", self.caps.permitted),
+                    "inheritable": format!("{:016x}", self.caps.inheritable),
+                    "bounding": format!("{:016x}", self.caps.bounding),
+                    "ambient": format!("{:016x}", self.caps.ambient),
+                }
+            },
+            "no_new_privs": self.no_new_privs,
+            "seccomp": self.seccomp.map(seccomp_mode),
+            "seccomp_filters": self.seccomp_filters,
+            "lsm_label": self.lsm_label,
+            "uid_map": self.uid_map.iter().map(|(a, b, c)| format!("{a} {b} {c}")).collect::<Vec<_>>(),
+        })
+    }
+}
+
+fn seccomp_mode(m: u8) -> &'static str {
+    match m {
+        0 => "disabled",
+        1 => "strict",
+        2 => "filter",
+        _ => "unknown",
+    }
+}
+
+/// Facts from other probes that, together with the process's own
+/// privilege, tell `--privileged` apart from a single added capability.
+#[derive(Debug, Clone, Default)]
+pub struct PrivilegedSignals {
+    pub sysfs_writable: bool,
+    pub writable_kernel_interfaces: Vec<String>,
+    pub host_block_devices: Vec<String>,
+}
+
+const CAP_SYS_ADMIN: u32 = 21;
+
+fn lsm_unconfined(label: &str) -> bool {
+    let l = label.to_ascii_lowercase();
+    l == "unconfined"
+        || l.starts_with("unconfined ")
+        || l.contains(":unconfined_t")
+        || l.contains(":spc_t")
+        || l.contains(":kernel_t")
+        || l.contains(":initrc_t")
+}
+
+pub fn evaluate(p: &PrivFacts, policy: &Policy, sig: &PrivilegedSignals) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let last = p.last_cap();
+
+    // Capabilities: held now (effective, permitted, ambient) at the catalog's
+    // severity; only in the bounding set, one step lower, and only while
+    // no_new_privs is unset, since a setuid or file-capability binary is
+    // then the way to raise them.
+    let held = p.caps.effective | p.caps.permitted | p.caps.ambient;
+    for n in 0..=last.min(63) {
+        let bit = 1u64 << n;
+        let in_held = held & bit != 0;
+        let in_bounding = p.caps.bounding & bit != 0;
+        let raisable = in_bounding && p.no_new_privs != Some(true);
+        if !(in_held || raisable) {
+            continue;
+        }
+        if policy.allow_capabilities.contains(&n) {
+            continue;
+        }
+        let name = catalog::capability_name(n);
+        let (sev, why) = match catalog::capabilities().iter().find(|c| c.number == n) {
+            Some(c) => match c.reported_severity() {
+                Some(s) => (s, c.why.clone()),
+                None => continue,
+            },
+            None => (
+                Severity::Medium,
+                "a capability this build does not know".to_string(),
+            ),
+        };
+        let mut sets = Vec::new();
+        for (set, mask) in [
+            ("effective", p.caps.effective),
+            ("permitted", p.caps.permitted),
+            ("ambient", p.caps.ambient),
+            ("inheritable", p.caps.inheritable),
+            ("bounding", p.caps.bounding),
+        ] {
+            if mask & bit != 0 {
+                sets.push(set);
+            }
+        }
+        let (sev, how) = if in_held {
+            (sev, "held by this process".to_string())
+        } else {
+            (
+                sev.lowered(),
+                "in the bounding set: a setuid or file-capability binary can raise it (no_new_privs is not set)".to_string(),
+            )
+        };
+        out.push(
+            Finding::new("priv.capability", &name, format!("{name}: {why}; {how}"))
+                .severity(sev)
+                .with("capability", name.clone())
+                .with("number", n)
+                .with("sets", sets)
+                .with("why", why),
+        );
+    }
+
+    match p.seccomp {
+        Some(0) => out.push(
+            Finding::new(
+                "priv.seccomp-disabled",
+                "seccomp",
+                "seccomp is disabled: every system call reaches the host kernel",
+            )
+            .with("seccomp", "disabled"),
+        ),
+        None => out.push(
+            Finding::new(
+                "priv.seccomp-disabled",
+                "seccomp",
+                "/proc/self/status has no Seccomp line: the kernel has no seccomp",
+            )
+            .with("seccomp", Value::Null),
+        ),
+        Some(_) => {}
+    }
+
+    if p.no_new_privs != Some(true) {
+        out.push(
+            Finding::new(
+                "priv.no-new-privs-unset",
+                "no_new_privs",
+                "no_new_privs is not set: setuid and file-capability binaries can raise privilege",
+            )
+            .with("no_new_privs", p.no_new_privs),
+        );
+    }
+
+    let lsm_missing = !p.incomplete.iter().any(|(w, _)| w == "lsm");
+    match &p.lsm_label {
+        None if lsm_missing => out.push(
+            Finding::new(
+                "priv.no-lsm",
+                "lsm",
+                "no AppArmor or SELinux label confines this process",
+            )
+            .with("lsm_label", Value::Null),
+        ),
+        Some(l) if lsm_unconfined(l) => out.push(
+            Finding::new(
+                "priv.no-lsm",
+                "lsm",
+                format!("the LSM label '{l}' does not confine this process"),
+            )
+            .with("lsm_label", l.clone()),
+        ),
+        _ => {}
+    }
+
+    if p.is_root() && p.root_maps_to_host_root() {
+        out.push(
+            Finding::new(
+                "priv.root-without-userns",
+                "uid 0",
+                "running as uid 0 with uid 0 mapped to host uid 0: root here is root on the host",
+            )
+            .with("uid", p.uid.clone())
+            .with(
+                "uid_map",
+                p.uid_map
+                    .iter()
+                    .map(|(a, b, c)| format!("{a} {b} {c}"))
+                    .collect::<Vec<_>>(),
+            ),
+        );
+    }
+
+    let host_surface = sig.sysfs_writable
+        || !sig.writable_kernel_interfaces.is_empty()
+        || !sig.host_block_devices.is_empty();
+    if p.has_effective(CAP_SYS_ADMIN) && p.seccomp == Some(0) && host_surface {
+        out.push(
+            Finding::new(
+                "priv.privileged",
+                "container",
+                "the workspace runs privileged: CAP_SYS_ADMIN, no seccomp, and host kernel or device surfaces writable",
+            )
+            .with("effective_capabilities", cap_names(p.caps.effective, last).len())
+            .with("seccomp", "disabled")
+            .with("sysfs_writable", sig.sysfs_writable)
+            .with("writable_kernel_interfaces", sig.writable_kernel_interfaces.clone())
+            .with("host_block_devices", sig.host_block_devices.clone()),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PLAIN: &str = "Name:\tcat\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nCapInh:\t0000000000000000\nCapPrm:\t00000000a80425fb\nCapEff:\t00000000a80425fb\nCapBnd:\t00000000a80425fb\nCapAmb:\t0000000000000000\nNoNewPrivs:\t0\nSeccomp:\t2\nSeccomp_filters:\t1\n";
+
+    fn facts(status: &str) -> PrivFacts {
+        let s = parse_status(status);
+        let cap = |k: &str| u64::from_str_radix(s[k], 16).unwrap();
+        PrivFacts {
+            uid: s["Uid"]
+                .split_whitespace()
+                .map(|x| x.parse().unwrap())
+                .collect(),
+            caps: CapSets {
+                inheritable: cap("CapInh"),
+                permitted: cap("CapPrm"),
+                effective: cap("CapEff"),
+                bounding: cap("CapBnd"),
+                ambient: cap("CapAmb"),
+            },
+            cap_last_cap: Some(40),
+            no_new_privs: Some(s["NoNewPrivs"] == "1"),
+            seccomp: s["Seccomp"].parse().ok(),
+            uid_map: vec![(0, 0, 4294967295)],
+            ..PrivFacts::default()
+        }
+    }
+
+    fn codes(fs: &[Finding]) -> Vec<(String, String)> {
+        fs.iter()
+            .map(|f| (f.code.clone(), f.subject.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn podman_defaults_as_root() {
+        let fs = evaluate(
+            &facts(PLAIN),
+            &Policy::default(),
+            &PrivilegedSignals::default(),
+        );
+        let c = codes(&fs);
+        assert!(c.contains(&("priv.root-without-userns".into(), "uid 0".into())));
+        assert!(c.contains(&("priv.capability".into(), "CAP_DAC_OVERRIDE".into())));
+        assert!(!c
+            .iter()
+            .any(|(k, s)| k == "priv.capability" && s == "CAP_SYS_ADMIN"));
+        assert!(!c
+            .iter()
+            .any(|(k, _)| k == "priv.privileged" || k == "priv.seccomp-disabled"));
+        assert!(fs
+            .iter()
+            .filter(|f| f.code == "priv.capability")
+            .all(|f| f.severity < Severity::High));
+    }
+
+    #[test]
+    fn sys_admin_is_critical_and_allow_list_silences() {
+        let st = PLAIN.replace("a80425fb", "a82425fb");
+        let fs = evaluate(
+            &facts(&st),
+            &Policy::default(),
+            &PrivilegedSignals::default(),
+        );
+        let f = fs
+            .iter()
+            .find(|f| f.subject == "CAP_SYS_ADMIN")
+            .expect("SYS_ADMIN reported");
+        assert_eq!(f.severity, Severity::Critical);
+        let pol = Policy::parse("p", "[capabilities]\nallow = [\"CAP_SYS_ADMIN\"]\n").unwrap();
+        let fs = evaluate(&facts(&st), &pol, &PrivilegedSignals::default());
+        assert!(!fs.iter().any(|f| f.subject == "CAP_SYS_ADMIN"));
+    }
+
+    #[test]
+    fn bounding_only_is_lowered_and_silenced_by_no_new_privs() {
+        let st = PLAIN
+            .replace("Uid:\t0\t0\t0\t0", "Uid:\t1000\t1000\t1000\t1000")
+            .replace("CapPrm:\t00000000a80425fb", "CapPrm:\t0000000000000000")
+            .replace("CapEff:\t00000000a80425fb", "CapEff:\t0000000000000000")
+            .replace("CapBnd:\t00000000a80425fb", "CapBnd:\t00000000a82425fb");
+        let fs = evaluate(
+            &facts(&st),
+            &Policy::default(),
+            &PrivilegedSignals::default(),
+        );
+        let f = fs.iter().find(|f| f.subject == "CAP_SYS_ADMIN").unwrap();
+        assert_eq!(f.severity, Severity::High);
+        assert!(!fs.iter().any(|f| f.code == "priv.root-without-userns"));
+        let st = st.replace("NoNewPrivs:\t0", "NoNewPrivs:\t1");
+        let fs = evaluate(
+            &facts(&st),
+            &Policy::default(),
+            &PrivilegedSignals::default(),
+        );
+        assert!(!fs.iter().any(|f| f.code == "priv.capability"));
+        assert!(!fs.iter().any(|f| f.code == "priv.no-new-privs-unset"));
+    }
+
+    #[test]
+    fn privileged_needs_a_host_surface() {
+        let st = PLAIN
+            .replace("00000000a80425fb", "000001fffeffffff")
+            .replace("Seccomp:\t2", "Seccomp:\t0");
+        let fs = evaluate(
+            &facts(&st),
+            &Policy::default(),
+            &PrivilegedSignals::default(),
+        );
+        assert!(!fs.iter().any(|f| f.code == "priv.privileged"));
+        assert!(fs.iter().any(|f| f.code == "priv.seccomp-disabled"));
+        let sig = PrivilegedSignals {
+            sysfs_writable: true,
+            ..Default::default()
+        };
+        let fs = evaluate(&facts(&st), &Policy::default(), &sig);
+        assert!(fs.iter().any(|f| f.code == "priv.privileged"));
+    }
+
+    #[test]
+    fn user_namespace_root_is_not_host_root() {
+        let mut f = facts(PLAIN);
+        f.uid_map = vec![(0, 100000, 65536)];
+        let fs = evaluate(&f, &Policy::default(), &PrivilegedSignals::default());
+        assert!(!fs.iter().any(|f| f.code == "priv.root-without-userns"));
+    }
+
+    #[test]
+    fn id_maps() {
+        assert_eq!(
+            parse_id_map("         0          0 4294967295\n").unwrap(),
+            vec![(0, 0, 4294967295)]
+        );
+        assert!(parse_id_map("0 0\n").is_err());
+        assert!(parse_id_map("a b c\n").is_err());
+    }
+}

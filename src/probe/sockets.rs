@@ -1,0 +1,560 @@
+//! Phase 2: container engine sockets. Each candidate (the catalog, DOCKER_HOST
+//! and friends, and any socket found under a host mount) is connected to;
+//! HTTP engines are asked a read-only GET /_ping and GET /version.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::sys::socket::{connect, socket, AddressFamily, SockFlag, SockType, UnixAddr};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::catalog::{self, SocketApi};
+use crate::finding::Finding;
+use crate::host::Host;
+use crate::probe::mounts::{MountClass, MountFacts};
+
+const IO_TIMEOUT: Duration = Duration::from_millis(1000);
+const MAX_ANSWER: u64 = 256 * 1024;
+/// Sockets under host mounts: how deep and how many entries to look at.
+/// Sockets sit near the top of a runtime dir; a repo can hold millions of files.
+const WALK_DEPTH: usize = 4;
+const WALK_ENTRIES: usize = 20_000;
+const SKIP_DIRS: &[&str] = &[
+    ".git",
+    "node_modules",
+    "target",
+    ".cache",
+    "vendor",
+    "__pycache__",
+];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SocketProbe {
+    pub path: String,
+    pub engine: String,
+    pub api: SocketApi,
+    /// catalog, env:DOCKER_HOST, host-mount:/data …
+    pub origin: String,
+    pub outcome: Outcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<EngineAnswer>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// HTTP engine answered /_ping with 200.
+    Answered,
+    /// gRPC socket accepted a connection.
+    Accepted,
+    /// Connected, but no engine answer before the deadline.
+    NoAnswer,
+    /// Connected and answered, but not as a container engine.
+    NotEngine,
+    Refused,
+    Denied,
+    /// The listen backlog is full: something is there but not accepting.
+    Busy,
+    NotSocket,
+    Error,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct EngineAnswer {
+    pub ping_status: Option<u16>,
+    pub server: Option<String>,
+    pub api_version: Option<String>,
+    pub version: Option<String>,
+    pub os: Option<String>,
+    pub components: Vec<String>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SocketFacts {
+    pub sockets: Vec<SocketProbe>,
+    /// Engine endpoints named by the environment that are not local sockets.
+    pub tcp_endpoints: Vec<(String, String)>,
+    pub walk_truncated: Vec<String>,
+}
+
+struct Candidate {
+    path: PathBuf,
+    engine: String,
+    api: SocketApi,
+    origin: String,
+}
+
+/// Expands one `*` component at a time against the filesystem.
+fn expand(host: &Host, pattern: &str) -> Vec<PathBuf> {
+    let mut acc = vec![PathBuf::from("/")];
+    for comp in pattern.trim_start_matches('/').split('/') {
+        let mut next = Vec::new();
+        for base in &acc {
+            if comp.contains('*') {
+                let Ok(rd) = std::fs::read_dir(host.path(base)) else {
+                    continue;
+                };
+                for e in rd.flatten().take(1000) {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    if catalog::glob_match(comp, &name) {
+                        next.push(base.join(name));
+                    }
+                }
+            } else {
+                next.push(base.join(comp));
+            }
+        }
+        acc = next;
+    }
+    acc
+}
+
+fn env_candidates(out: &mut Vec<Candidate>, tcp: &mut Vec<(String, String)>) {
+    for var in [
+        "DOCKER_HOST",
+        "CONTAINER_HOST",
+        "BUILDKIT_HOST",
+        "CONTAINERD_ADDRESS",
+    ] {
+        let Ok(v) = std::env::var(var) else { continue };
+        let v = v.trim().to_string();
+        if v.is_empty() {
+            continue;
+        }
+        let (engine, api) = match var {
+            "BUILDKIT_HOST" => ("buildkit", SocketApi::Grpc),
+            "CONTAINERD_ADDRESS" => ("containerd", SocketApi::Grpc),
+            "CONTAINER_HOST" => ("podman", SocketApi::Http),
+            _ => ("docker", SocketApi::Http),
+        };
+        if let Some(p) = v
+            .strip_prefix("unix://")
+            .or_else(|| v.starts_with('/').then_some(v.as_str()))
+        {
+            out.push(Candidate {
+                path: PathBuf::from(p),
+                engine: engine.into(),
+                api,
+                origin: format!("env:{var}"),
+            });
+        } else {
+            // A TCP or SSH endpoint is reported from the environment alone:
+            // connecting to it would be network traffic the policy did not ask for.
+            tcp.push((var.to_string(), redact_userinfo(&v)));
+        }
+    }
+}
+
+/// Drops `user:password@` from a URL so that credentials never reach a report.
+pub fn redact_userinfo(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => format!("{}://***@{}", &url[..s], &url[at + 1..]),
+        _ => url.to_string(),
+    }
+}
+
+fn walk_for_sockets(
+    host: &Host,
+    mount_point: &Path,
+    deadline: Instant,
+    found: &mut Vec<PathBuf>,
+) -> bool {
+    let mut stack = vec![(mount_point.to_path_buf(), 0usize)];
+    let mut seen = 0usize;
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(host.path(&dir)) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            seen += 1;
+            if seen > WALK_ENTRIES || Instant::now() > deadline {
+                return false;
+            }
+            let Ok(ft) = e.file_type() else { continue };
+            let name = e.file_name();
+            let child = dir.join(&name);
+            if ft.is_socket() {
+                found.push(child);
+            } else if ft.is_dir() && depth + 1 < WALK_DEPTH && !SKIP_DIRS.iter().any(|s| name == *s)
+            {
+                stack.push((child, depth + 1));
+            }
+        }
+    }
+    true
+}
+
+pub fn collect(host: &Host, mounts: Option<&MountFacts>, deadline: Instant) -> SocketFacts {
+    let mut facts = SocketFacts::default();
+    let mut cands = Vec::new();
+    for s in catalog::engine_sockets() {
+        for p in expand(host, &s.path) {
+            cands.push(Candidate {
+                path: p,
+                engine: s.engine.clone(),
+                api: s.api,
+                origin: "catalog".into(),
+            });
+        }
+    }
+    env_candidates(&mut cands, &mut facts.tcp_endpoints);
+    if let Some(m) = mounts {
+        for e in &m.mounts {
+            let mp = &e.mount.mount_point;
+            match e.class {
+                MountClass::Socket => cands.push(Candidate {
+                    path: mp.clone(),
+                    engine: "unknown".into(),
+                    api: SocketApi::Http,
+                    origin: format!("host-mount:{}", mp.display()),
+                }),
+                MountClass::HostBind | MountClass::HostRoot | MountClass::Workspace
+                    if e.contents.file_type == "dir" =>
+                {
+                    let mut found = Vec::new();
+                    if !walk_for_sockets(host, mp, deadline, &mut found) {
+                        facts.walk_truncated.push(mp.to_string_lossy().into_owned());
+                    }
+                    for p in found {
+                        cands.push(Candidate {
+                            path: p,
+                            engine: "unknown".into(),
+                            api: SocketApi::Http,
+                            origin: format!("host-mount:{}", mp.display()),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for c in cands {
+        let real = host.path(&c.path);
+        let Ok(meta) = std::fs::metadata(&real) else {
+            continue;
+        };
+        // One socket reached by two names (catalog path and its mount) is probed once.
+        if !seen.insert((
+            std::os::unix::fs::MetadataExt::dev(&meta),
+            std::os::unix::fs::MetadataExt::ino(&meta),
+        )) {
+            continue;
+        }
+        if !meta.file_type().is_socket() {
+            facts.sockets.push(SocketProbe {
+                path: c.path.to_string_lossy().into_owned(),
+                engine: c.engine,
+                api: c.api,
+                origin: c.origin,
+                outcome: Outcome::NotSocket,
+                answer: None,
+            });
+            continue;
+        }
+        if Instant::now() > deadline {
+            break;
+        }
+        let (outcome, answer) = probe_socket(&real, c.api, deadline);
+        let engine = match (&answer, c.engine.as_str()) {
+            (Some(a), "unknown") if outcome == Outcome::Answered => a
+                .server
+                .clone()
+                .or_else(|| a.components.first().cloned())
+                .unwrap_or_else(|| "docker-compatible".into()),
+            _ => c.engine,
+        };
+        facts.sockets.push(SocketProbe {
+            path: c.path.to_string_lossy().into_owned(),
+            engine,
+            api: c.api,
+            origin: c.origin,
+            outcome,
+            answer,
+        });
+    }
+    facts
+}
+
+/// Connects without blocking: a socket whose listener never accepts fills
+/// its backlog, and a blocking connect(2) would then wait forever.
+fn connect_unix(path: &Path) -> Result<UnixStream, Errno> {
+    let fd: OwnedFd = socket(
+        AddressFamily::Unix,
+        SockType::Stream,
+        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    let addr = UnixAddr::new(path)?;
+    connect(fd.as_raw_fd(), &addr)?;
+    let flags = OFlag::from_bits_truncate(fcntl(&fd, FcntlArg::F_GETFL)?);
+    fcntl(&fd, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK))?;
+    Ok(UnixStream::from(fd))
+}
+
+fn probe_socket(path: &Path, api: SocketApi, deadline: Instant) -> (Outcome, Option<EngineAnswer>) {
+    let stream = match connect_unix(path) {
+        Ok(s) => s,
+        Err(Errno::ECONNREFUSED) => return (Outcome::Refused, None),
+        Err(Errno::EACCES) | Err(Errno::EPERM) => return (Outcome::Denied, None),
+        Err(Errno::EAGAIN) => return (Outcome::Busy, None),
+        Err(_) => return (Outcome::Error, None),
+    };
+    drop(stream);
+    if api == SocketApi::Grpc {
+        return (Outcome::Accepted, None);
+    }
+    let mut ans = EngineAnswer::default();
+    let ping = match http_get(path, "/_ping", deadline) {
+        Ok(r) => r,
+        Err(e) => {
+            ans.error = Some(e);
+            return (Outcome::NoAnswer, Some(ans));
+        }
+    };
+    ans.ping_status = Some(ping.status);
+    ans.server = ping.header("server").map(clean);
+    ans.api_version = ping.header("api-version").map(clean);
+    let body = String::from_utf8_lossy(&ping.body);
+    if ping.status != 200 || body.trim() != "OK" {
+        return (Outcome::NotEngine, Some(ans));
+    }
+    if let Ok(v) = http_get(path, "/version", deadline) {
+        if let Ok(j) = serde_json::from_slice::<Value>(&v.body) {
+            let s = |k: &str| j.get(k).and_then(Value::as_str).map(clean);
+            ans.version = s("Version");
+            ans.api_version = s("ApiVersion").or(ans.api_version);
+            ans.os = s("Os");
+            if let Some(c) = j.get("Components").and_then(Value::as_array) {
+                ans.components = c
+                    .iter()
+                    .filter_map(|x| x.get("Name").and_then(Value::as_str))
+                    .take(8)
+                    .map(clean)
+                    .collect();
+            }
+        }
+    }
+    (Outcome::Answered, Some(ans))
+}
+
+/// Engine answers are attacker-controlled text: keep them short and printable.
+fn clean(s: &str) -> String {
+    s.chars().filter(|c| !c.is_control()).take(120).collect()
+}
+
+pub struct HttpAnswer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl HttpAnswer {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// HTTP/1.0 so that the server closes the connection and never chunks.
+fn http_get(path: &Path, target: &str, deadline: Instant) -> Result<HttpAnswer, String> {
+    let mut s = connect_unix(path).map_err(|e| format!("connect: {e}"))?;
+    let left = deadline
+        .saturating_duration_since(Instant::now())
+        .min(IO_TIMEOUT);
+    if left.is_zero() {
+        return Err("deadline passed".into());
+    }
+    s.set_read_timeout(Some(left)).map_err(|e| e.to_string())?;
+    s.set_write_timeout(Some(left)).map_err(|e| e.to_string())?;
+    s.write_all(
+        format!(
+            "GET {target} HTTP/1.0\r\nHost: localhost\r\nUser-Agent: selfprobe/{}\r\n\r\n",
+            env!("CARGO_PKG_VERSION")
+        )
+        .as_bytes(),
+    )
+    .map_err(|e| format!("write: {e}"))?;
+    let mut buf = Vec::new();
+    let started = Instant::now();
+    let mut chunk = [0u8; 8192];
+    loop {
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                if buf.len() as u64 >= MAX_ANSWER {
+                    break;
+                }
+            }
+            Err(e) if buf.is_empty() => {
+                return Err(format!("no answer within {} ms: {e}", left.as_millis()))
+            }
+            Err(_) => break,
+        }
+        if started.elapsed() > left {
+            break;
+        }
+    }
+    parse_http(&buf)
+}
+
+pub fn parse_http(buf: &[u8]) -> Result<HttpAnswer, String> {
+    let split = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| "not an HTTP answer: no end of headers".to_string())?;
+    let head = String::from_utf8_lossy(&buf[..split]);
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap_or("");
+    let mut parts = status_line.splitn(3, ' ');
+    let proto = parts.next().unwrap_or("");
+    if !proto.starts_with("HTTP/") {
+        return Err("not an HTTP answer".into());
+    }
+    let status = parts
+        .next()
+        .and_then(|c| c.parse::<u16>().ok())
+        .ok_or_else(|| "not an HTTP answer: no status code".to_string())?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    Ok(HttpAnswer {
+        status,
+        headers,
+        body: buf[split + 4..].to_vec(),
+    })
+}
+
+fn is_engine(p: &SocketProbe) -> bool {
+    p.origin == "catalog" || p.origin.starts_with("env:") || p.outcome == Outcome::Answered
+}
+
+pub fn evaluate(f: &SocketFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for s in &f.sockets {
+        if !is_engine(s) || s.outcome == Outcome::NotSocket {
+            continue;
+        }
+        let ev = |fnd: Finding| {
+            let mut fnd = fnd
+                .with("path", s.path.clone())
+                .with("engine", s.engine.clone())
+                .with("api", serde_json::to_value(s.api).unwrap_or(Value::Null))
+                .with("origin", s.origin.clone())
+                .with(
+                    "outcome",
+                    serde_json::to_value(s.outcome).unwrap_or(Value::Null),
+                );
+            if let Some(a) = &s.answer {
+                fnd = fnd.with("answer", serde_json::to_value(a).unwrap_or(Value::Null));
+            }
+            fnd
+        };
+        match s.outcome {
+            Outcome::Answered | Outcome::Accepted => {
+                let what = if s.outcome == Outcome::Answered {
+                    let v = s
+                        .answer
+                        .as_ref()
+                        .and_then(|a| a.version.clone())
+                        .unwrap_or_else(|| "?".into());
+                    format!("answered GET /_ping with OK (version {v})")
+                } else {
+                    "accepted a connection (gRPC API, not queried)".to_string()
+                };
+                out.push(ev(Finding::new(
+                    "engine.socket-reachable",
+                    &s.path,
+                    format!(
+                        "the {} socket {} {what}: this workspace can drive the engine",
+                        s.engine, s.path
+                    ),
+                )));
+            }
+            _ => {
+                let why = match s.outcome {
+                    Outcome::Refused => "nothing accepts connections on it now",
+                    Outcome::Denied => "this user may not connect to it",
+                    Outcome::Busy => "its listener does not accept connections",
+                    Outcome::NoAnswer => {
+                        "it accepted a connection but gave no engine answer in time"
+                    }
+                    Outcome::NotEngine => "it answered, but not as a container engine",
+                    _ => "connecting to it failed",
+                };
+                out.push(ev(Finding::new(
+                    "engine.socket-present",
+                    &s.path,
+                    format!("the {} socket {} is present; {why}", s.engine, s.path),
+                )));
+            }
+        }
+    }
+    for (var, url) in &f.tcp_endpoints {
+        out.push(
+            Finding::new(
+                "engine.tcp-endpoint",
+                url,
+                format!("{var} points engine clients at {url}"),
+            )
+            .with("variable", var.clone())
+            .with("endpoint", url.clone())
+            .with("connected", false),
+        );
+    }
+    for mp in &f.walk_truncated {
+        out.push(
+            Finding::new(
+                "probe.incomplete",
+                format!("sockets:{mp}"),
+                format!("the search for sockets under the host mount {mp} hit its budget; sockets deeper in it were not examined"),
+            )
+            .unknown()
+            .with("probe", "sockets"),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_parsing() {
+        let a = parse_http(
+            b"HTTP/1.0 200 OK\r\nApi-Version: 1.41\r\nServer: Libpod/4.3.1 (linux)\r\n\r\nOK",
+        )
+        .unwrap();
+        assert_eq!(a.status, 200);
+        assert_eq!(a.header("api-version"), Some("1.41"));
+        assert_eq!(a.body, b"OK");
+        assert!(parse_http(b"SSH-2.0-OpenSSH\r\n").is_err());
+        assert!(parse_http(b"HTTP/1.1 abc\r\n\r\n").is_err());
+    }
+
+    #[test]
+    fn redacts_credentials_in_endpoints() {
+        assert_eq!(
+            redact_userinfo("tcp://u:secret@10.0.0.1:2376"),
+            "tcp://***@10.0.0.1:2376"
+        );
+        assert_eq!(
+            redact_userinfo("tcp://127.0.0.1:2375"),
+            "tcp://127.0.0.1:2375"
+        );
+    }
+}

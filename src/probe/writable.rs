@@ -1,0 +1,214 @@
+//! Phase 2: what this process could write on the host. Host mounts and kernel
+//! escape interfaces are checked with access(2) and mount flags, never
+//! written. Only `--write-test` creates (and at once removes) a uniquely
+//! named file, to prove that a host path really takes writes.
+
+use std::fs::OpenOptions;
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use nix::unistd::AccessFlags;
+use serde::Serialize;
+
+use crate::catalog;
+use crate::finding::Finding;
+use crate::host::{Cleanup, Host};
+use crate::probe::mounts::{MountClass, MountFacts};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WritablePath {
+    pub path: String,
+    pub host_path: String,
+    pub read_only_mount: bool,
+    pub writable: bool,
+    pub allowed: bool,
+    /// With --write-test: "created and removed", or why it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_test: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelInterfaceState {
+    pub path: String,
+    pub writable: bool,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct WritableFacts {
+    pub host_paths: Vec<WritablePath>,
+    pub kernel_interfaces: Vec<KernelInterfaceState>,
+    pub rootfs_writable: bool,
+    pub rootfs_read_only_mount: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rootfs_write_test: Option<String>,
+}
+
+fn expand_one_star(host: &Host, pattern: &str) -> Vec<String> {
+    let Some((dir, rest)) = pattern.split_once("/*/") else {
+        return vec![pattern.to_string()];
+    };
+    let Ok(rd) = std::fs::read_dir(host.path(dir)) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .take(256)
+        .map(|e| format!("{dir}/{}/{rest}", e.file_name().to_string_lossy()))
+        .collect()
+}
+
+pub fn collect(
+    host: &Host,
+    mounts: Option<&MountFacts>,
+    write_test: Option<(&Cleanup, &str)>,
+) -> WritableFacts {
+    let mut f = WritableFacts::default();
+    if let Some(m) = mounts {
+        for e in &m.mounts {
+            if !matches!(e.class, MountClass::HostBind | MountClass::HostRoot) {
+                continue;
+            }
+            let mut wp = WritablePath {
+                path: e.mount.mount_point.to_string_lossy().into_owned(),
+                host_path: e.mount.root.to_string_lossy().into_owned(),
+                read_only_mount: e.read_only,
+                writable: e.contents.writable,
+                allowed: e.allowed,
+                write_test: None,
+            };
+            if let Some((cleanup, run_id)) = write_test {
+                if e.contents.file_type == "dir" {
+                    wp.write_test = Some(prove_write(host, &e.mount.mount_point, cleanup, run_id));
+                }
+            }
+            f.host_paths.push(wp);
+        }
+        f.rootfs_read_only_mount = m
+            .mounts
+            .iter()
+            .find(|e| e.class == MountClass::RootFs)
+            .is_some_and(|e| e.read_only);
+    }
+    for k in catalog::kernel_interfaces() {
+        for path in expand_one_star(host, &k.path) {
+            match host.access(&path, AccessFlags::W_OK) {
+                Ok(()) => f.kernel_interfaces.push(KernelInterfaceState {
+                    path,
+                    writable: true,
+                    error: None,
+                }),
+                Err(nix::Error::ENOENT) => {}
+                Err(e) => f.kernel_interfaces.push(KernelInterfaceState {
+                    path,
+                    writable: false,
+                    error: Some(e.desc().to_string()),
+                }),
+            }
+        }
+    }
+    f.rootfs_writable = host.access("/", AccessFlags::W_OK).is_ok();
+    if let Some((cleanup, run_id)) = write_test {
+        f.rootfs_write_test = Some(prove_write(host, Path::new("/"), cleanup, run_id));
+    }
+    f
+}
+
+/// Creates `.selfprobe-write-test-<run>` with O_EXCL|O_NOFOLLOW (so it can
+/// never truncate or follow anything that exists) and removes it at once.
+/// The path is registered first, so a signal or deadline still removes it.
+fn prove_write(host: &Host, dir: &Path, cleanup: &Cleanup, run_id: &str) -> String {
+    let path: PathBuf = host
+        .path(dir)
+        .join(format!(".selfprobe-write-test-{run_id}"));
+    if !cleanup.register(&path) {
+        return "not attempted: the run is stopping".into();
+    }
+    let res = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .mode(0o600)
+        .open(&path);
+    let out = match res {
+        Ok(file) => {
+            drop(file);
+            match std::fs::remove_file(&path) {
+                Ok(()) => "created and removed".to_string(),
+                Err(e) => format!("created, but removing it failed: {e}"),
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            // Not ours: leave it alone and do not unregister-remove it.
+            cleanup.forget(&path);
+            return "not attempted: a file of that name already exists".into();
+        }
+        Err(e) => format!("create failed: {e}"),
+    };
+    cleanup.forget(&path);
+    out
+}
+
+pub fn evaluate(f: &WritableFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for p in &f.host_paths {
+        if p.allowed {
+            continue;
+        }
+        let proven = p.write_test.as_deref() == Some("created and removed");
+        if !(p.writable || proven) {
+            continue;
+        }
+        let mut fnd = Finding::new(
+            "write.host-path",
+            &p.path,
+            format!(
+                "{} is a host path ({}) this process can write",
+                p.path, p.host_path
+            ),
+        )
+        .with("path", p.path.clone())
+        .with("host_path", p.host_path.clone())
+        .with("read_only_mount", p.read_only_mount)
+        .with(
+            "checked_with",
+            if proven { "--write-test" } else { "access(2)" },
+        );
+        if let Some(t) = &p.write_test {
+            fnd = fnd.with("write_test", t.clone());
+        }
+        out.push(fnd);
+    }
+    for k in f.kernel_interfaces.iter().filter(|k| k.writable) {
+        let cat = catalog::kernel_interfaces()
+            .iter()
+            .find(|c| catalog::glob_match(&c.path, &k.path));
+        let (sev, why) = cat.map(|c| (c.severity, c.why.clone())).unwrap_or((
+            crate::finding::Severity::Critical,
+            "host kernel interface".into(),
+        ));
+        out.push(
+            Finding::new(
+                "write.kernel-interface",
+                &k.path,
+                format!("{} is writable: {why}", k.path),
+            )
+            .severity(sev)
+            .with("path", k.path.clone())
+            .with("checked_with", "access(2)"),
+        );
+    }
+    if f.rootfs_writable && !f.rootfs_read_only_mount {
+        let mut fnd = Finding::new(
+            "write.rootfs",
+            "/",
+            "the container's root filesystem is writable: tools and configuration can drift during the run",
+        )
+        .with("checked_with", "access(2)");
+        if let Some(t) = &f.rootfs_write_test {
+            fnd = fnd.with("write_test", t.clone());
+        }
+        out.push(fnd);
+    }
+    out
+}

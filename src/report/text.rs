@@ -1,0 +1,184 @@
+//! The text report: grouped by phase, then the scorecard. Paths, process names
+//! and engine answers are attacker-controlled, so every such string passes
+//! through `sanitize` before it reaches a terminal (as fd does).
+
+use std::fmt::Write;
+
+use super::Report;
+use crate::finding::{phase_name, Severity, Status};
+
+pub fn sanitize(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        let bidi = matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}');
+        if c.is_control() || bidi {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+struct Style {
+    on: bool,
+}
+
+impl Style {
+    fn sev(&self, s: Severity) -> String {
+        let label = format!("{:<8}", s.as_str().to_uppercase());
+        if !self.on {
+            return label;
+        }
+        let code = match s {
+            Severity::Critical => "1;31",
+            Severity::High => "31",
+            Severity::Medium => "33",
+            Severity::Low => "36",
+            Severity::Info => "2",
+        };
+        format!("\x1b[{code}m{label}\x1b[0m")
+    }
+    fn bold(&self, s: &str) -> String {
+        if self.on {
+            format!("\x1b[1m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+}
+
+pub fn render(r: &Report, color: bool) -> String {
+    let st = Style { on: color };
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{} {}  run {}  {}  ({} ms)",
+        st.bold("selfprobe"),
+        r.tool.version,
+        r.run.id,
+        r.run.started,
+        r.run.duration_ms
+    );
+    let _ = writeln!(
+        o,
+        "root {}  workspace {}  policy {}  fail-on {}",
+        sanitize(&r.run.root),
+        match (&r.run.workspace, &r.run.workspace_source) {
+            (Some(w), Some(s)) => format!("{} ({s})", sanitize(w)),
+            _ => "none".into(),
+        },
+        r.run
+            .policy
+            .as_deref()
+            .map(sanitize)
+            .unwrap_or_else(|| "none".into()),
+        r.run.fail_on.map(|s| s.as_str()).unwrap_or("none"),
+    );
+
+    // The remediation is the same for every finding of a code: print it once.
+    let mut fixed: Vec<&str> = Vec::new();
+    let mut phases: Vec<u8> = r.findings.iter().map(|f| f.phase).collect();
+    phases.dedup();
+    if r.findings.is_empty() {
+        let _ = writeln!(o, "\nNo findings.");
+    }
+    for p in phases {
+        let title = if p == 0 {
+            "Run".to_string()
+        } else {
+            format!("Phase {p}: {}", phase_name(p))
+        };
+        let _ = writeln!(o, "\n{}", st.bold(&title));
+        for f in r.findings.iter().filter(|f| f.phase == p) {
+            let status = match f.status {
+                Status::Fail => String::new(),
+                Status::Excepted => " [excepted]".into(),
+                Status::Unknown => " [unknown]".into(),
+            };
+            let _ = writeln!(
+                o,
+                "  {}  {}  {}{status}",
+                st.sev(f.severity),
+                f.code,
+                sanitize(&f.subject)
+            );
+            let _ = writeln!(o, "            {}", sanitize(&f.message));
+            if let Some(ex) = &f.exception {
+                let _ = writeln!(
+                    o,
+                    "            exception: owner {}, expires {}: {}",
+                    sanitize(&ex.owner),
+                    sanitize(&ex.expires),
+                    sanitize(&ex.reason)
+                );
+            } else if f.status == Status::Fail && !fixed.contains(&f.code.as_str()) {
+                fixed.push(&f.code);
+                let _ = writeln!(o, "            fix: {}", sanitize(&f.remediation));
+            }
+        }
+    }
+
+    let _ = writeln!(o, "\n{}", st.bold("Scorecard"));
+    for c in &r.scorecard.controls {
+        let score = c
+            .score
+            .map(|s| format!("{s}/2"))
+            .unwrap_or_else(|| "n/a".into());
+        let detail = if c.assessed && !c.findings.is_empty() {
+            let shown: Vec<&str> = c.findings.iter().take(4).map(String::as_str).collect();
+            let more = c.findings.len().saturating_sub(shown.len());
+            let more = if more > 0 { format!(", +{more} more") } else { String::new() };
+            format!("{} ({}{more})", c.reason, shown.join(", "))
+        } else {
+            c.reason.clone()
+        };
+        let _ = writeln!(o, "  {:<18} {:>4}  {}", c.name, score, detail);
+    }
+    let _ = writeln!(
+        o,
+        "  {:<18} {:>4}  {} of {} controls assessed; not assessed counts 0",
+        "Total",
+        format!("{}/{}", r.scorecard.total, r.scorecard.max),
+        r.scorecard.assessed,
+        r.scorecard.controls.len()
+    );
+
+    let counts: Vec<String> = Severity::ALL
+        .iter()
+        .filter_map(|s| {
+            r.summary
+                .by_severity
+                .get(s.as_str())
+                .map(|n| format!("{n} {s}"))
+        })
+        .collect();
+    let _ = writeln!(
+        o,
+        "\n{} finding(s){}; {} at or above {} -> exit {}",
+        r.summary.total,
+        if counts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", counts.join(", "))
+        },
+        r.summary.gating,
+        r.run.fail_on.map(|s| s.as_str()).unwrap_or("none"),
+        r.summary.exit_code
+    );
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitizes_terminal_controls() {
+        assert_eq!(sanitize("/mnt/a\nb"), "/mnt/a\\u{a}b");
+        assert_eq!(sanitize("\x1b[2J"), "\\u{1b}[2J");
+        assert_eq!(sanitize("x\u{202E}y"), "x\\u{202e}y");
+        assert_eq!(sanitize("\u{9b}"), "\\u{9b}");
+        assert_eq!(sanitize("ok /päth"), "ok /päth");
+    }
+}

@@ -1,0 +1,73 @@
+//! One run of selfprobe: from a resolved Config to the finished Report.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use crate::cli::Config;
+use crate::host::{self, Cleanup, Host};
+use crate::probe::{self, Context};
+use crate::report::{self, Report, RunInfo, ToolInfo};
+use crate::scorecard;
+
+pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
+    let run_id = host::run_id();
+    let host = Host::new(cfg.root.clone(), cfg.timeout);
+    let started = host.started();
+    let ctx = Arc::new(Context {
+        host,
+        policy: cfg.policy.clone(),
+        workspace: cfg.workspace.clone(),
+        run_id: run_id.clone(),
+        write_test: cfg.write_test,
+        cleanup: cleanup.clone(),
+    });
+    let mut collected = probe::run(ctx.clone());
+    // Whatever a timed-out write test left registered goes now, before the
+    // report is written.
+    cleanup.remove_all();
+
+    let now = SystemTime::now();
+    let mut findings = collected.findings;
+    let raised = cfg.policy.apply(&mut findings, host::today(now));
+    findings.extend(raised);
+    report::sort_findings(&mut findings);
+    let sc = scorecard::score(&findings, &collected.records);
+    let summary = report::summarize(&findings, cfg.fail_on, collected.panicked);
+    collected.records.sort_by_key(|r| (r.phase, r.name));
+
+    Report {
+        schema: report::SCHEMA,
+        schema_version: report::SCHEMA_VERSION,
+        tool: ToolInfo {
+            name: "selfprobe",
+            version: env!("CARGO_PKG_VERSION"),
+            sha256: host::self_sha256(),
+        },
+        run: RunInfo {
+            id: run_id,
+            started: host::rfc3339(started),
+            finished: host::rfc3339(now),
+            duration_ms: ctx.host.elapsed().as_millis(),
+            root: cfg.root.to_string_lossy().into_owned(),
+            workspace: cfg
+                .workspace
+                .as_ref()
+                .map(|w| w.0.to_string_lossy().into_owned()),
+            workspace_source: cfg.workspace.as_ref().map(|w| w.1.clone()),
+            policy: cfg
+                .policy
+                .source
+                .as_ref()
+                .map(|p| p.to_string_lossy().into_owned()),
+            fail_on: cfg.fail_on,
+            timeout_ms: cfg.timeout.as_millis(),
+            write_test: cfg.write_test,
+            destinations: Vec::new(),
+        },
+        summary,
+        scorecard: sc,
+        findings,
+        inventory: collected.facts,
+        probes: collected.records,
+    }
+}

@@ -344,12 +344,23 @@ pub fn collect(host: &Host, workspace: Option<(PathBuf, String)>) -> Result<Moun
         .filter(|m| is_engine_storage(&m.root.to_string_lossy()))
         .map(|m| (m.major, m.minor))
         .collect();
+    // A tmpfs that this container mounted whole; binds from it (podman masks
+    // /proc/keys with /dev's tmpfs "/null") are internal, not host paths.
+    let own_tmpfs: Vec<(u32, u32)> = mounts
+        .iter()
+        .filter(|m| matches!(m.fstype.as_str(), "tmpfs" | "ramfs") && m.root == Path::new("/"))
+        .map(|m| (m.major, m.minor))
+        .collect();
     let mut entries: Vec<MountEntry> = mounts
         .into_iter()
         .map(|m| {
-            let class = base_class(&m);
+            let class = base_class(&m, &own_tmpfs);
             let contents = if matches!(class, MountClass::HostBind) {
-                inspect(host, &m.mount_point, true)
+                let mut c = inspect(host, &m.mount_point, true);
+                // Both must allow it: the mount flag (which a fixture tree
+                // cannot enforce) and access(2) for this user.
+                c.writable &= !m.read_only();
+                c
             } else {
                 Contents {
                     file_type: "",
@@ -381,7 +392,7 @@ fn is_engine_storage(root: &str) -> bool {
     ENGINE_STORAGE.iter().any(|p| root.contains(p))
 }
 
-fn base_class(m: &Mount) -> MountClass {
+fn base_class(m: &Mount, own_tmpfs: &[(u32, u32)]) -> MountClass {
     let root = m.root.to_string_lossy();
     let fstype = m.fstype.as_str();
     if m.mount_point == Path::new("/") {
@@ -403,12 +414,13 @@ fn base_class(m: &Mount) -> MountClass {
     }
     // A tmpfs whose root is not "/" is part of some other tmpfs (the host's
     // /run or /tmp); overlay away from "/" is a host directory layered over.
+    let tmpfs = matches!(fstype, "tmpfs" | "ramfs");
     let host_derived = is_disk_fs(fstype)
-        || (matches!(fstype, "tmpfs" | "ramfs") && root != "/")
+        || (tmpfs && root != "/" && !own_tmpfs.contains(&(m.major, m.minor)))
         || fstype == "overlay";
     if host_derived {
         MountClass::HostBind
-    } else if matches!(fstype, "tmpfs" | "ramfs") {
+    } else if tmpfs {
         MountClass::Tmpfs
     } else {
         MountClass::Pseudo

@@ -128,7 +128,11 @@ pub fn render(r: &Report, color: bool) -> String {
         let detail = if c.assessed && !c.findings.is_empty() {
             let shown: Vec<&str> = c.findings.iter().take(4).map(String::as_str).collect();
             let more = c.findings.len().saturating_sub(shown.len());
-            let more = if more > 0 { format!(", +{more} more") } else { String::new() };
+            let more = if more > 0 {
+                format!(", +{more} more")
+            } else {
+                String::new()
+            };
             format!("{} ({}{more})", c.reason, shown.join(", "))
         } else {
             c.reason.clone()

@@ -48,6 +48,7 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
             started: host::rfc3339(started),
             finished: host::rfc3339(now),
             duration_ms: ctx.host.elapsed().as_millis(),
+            duration_us: ctx.host.elapsed().as_micros(),
             root: cfg.root.to_string_lossy().into_owned(),
             workspace: cfg
                 .workspace

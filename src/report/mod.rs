@@ -43,6 +43,7 @@ pub struct RunInfo {
     pub started: String,
     pub finished: String,
     pub duration_ms: u128,
+    pub duration_us: u128,
     pub root: String,
     pub workspace: Option<String>,
     pub workspace_source: Option<String>,

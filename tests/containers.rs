@@ -15,12 +15,12 @@
 //! of our own.
 
 use std::collections::BTreeMap;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{OnceLock, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
@@ -86,30 +86,40 @@ fn setup(test: &str) -> Option<&'static str> {
         skip_or_fail(test, why);
         return None;
     }
-    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
-    if let Err(e) = BUILT.get_or_init(build_image) {
-        panic!("{test}: building {IMAGE} failed: {e}");
+    static BUILT: OnceLock<Result<String, String>> = OnceLock::new();
+    match BUILT.get_or_init(build_image) {
+        Ok(id) => Some(id.as_str()),
+        Err(e) => panic!("{test}: building {IMAGE} failed: {e}"),
     }
-    Some(IMAGE)
 }
 
 fn skip_or_fail(test: &str, why: &str) {
     if ci() {
         panic!("{test}: cannot run under CI=true: {why}");
     }
-    eprintln!("SKIP: {test}: {why}");
+    // Straight to fd 2: the test harness captures eprintln!, which would
+    // hide the skip of a passing test.
+    let _ = writeln!(std::io::stderr(), "SKIP: {test}: {why}");
 }
 
-fn build_image() -> Result<(), String> {
+/// Builds the image, tagged IMAGE, and returns its id: runs use the id, so a
+/// concurrent build from another checkout that moves the tag cannot swap the
+/// binary under this test binary.
+fn build_image() -> Result<String, String> {
     let ctx = TempPath::dir("build")?;
     let bin = env!("CARGO_BIN_EXE_selfprobe");
     std::fs::copy(bin, ctx.path.join("selfprobe")).map_err(|e| format!("copy {bin}: {e}"))?;
     std::fs::copy("/bin/busybox", ctx.path.join("busybox"))
         .map_err(|e| format!("copy /bin/busybox: {e}"))?;
     let containerfile = Path::new(env!("CARGO_MANIFEST_DIR")).join("Containerfile.test");
+    // Outside the context dir, so it is not sent as build context.
+    let iid_dir = TempPath::dir("iid")?;
+    let iidfile = iid_dir.path.join("iid");
     let mut cmd = podman();
     cmd.arg("build")
         .arg("-q")
+        .arg("--iidfile")
+        .arg(&iidfile)
         .arg("-f")
         .arg(&containerfile)
         .arg("-t")
@@ -122,7 +132,13 @@ fn build_image() -> Result<(), String> {
             out.code, out.stdout, out.stderr
         ));
     }
-    Ok(())
+    let id = std::fs::read_to_string(&iidfile)
+        .map_err(|e| format!("podman build wrote no --iidfile: {e}"))?;
+    let id = id.trim().trim_start_matches("sha256:").to_string();
+    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("podman build: odd image id {id:?}"));
+    }
+    Ok(id)
 }
 
 // ---------------------------------------------------------------------------
@@ -300,8 +316,26 @@ struct Run {
     stderr: String,
 }
 
+/// Runs that must not share the machine take this for writing, all others
+/// for reading. Why: podman's GET /version takes ~0.4 s here even when idle
+/// (it asks conmon and the runtime for their versions), and selfprobe gives
+/// each request at most 1 s; with a dozen containers starting at once on two
+/// CPUs that budget ran out (evidence.answer.version null) about one run in six.
+static MACHINE: RwLock<()> = RwLock::new(());
+
 /// `podman run --rm <flags> IMG selfprobe --format json <args>`.
 fn probe(img: &str, flags: &[&str], args: &[&str]) -> Run {
+    let _shared = MACHINE.read().unwrap_or_else(|e| e.into_inner());
+    probe_unlocked(img, flags, args)
+}
+
+/// `probe`, with no other container starting meanwhile.
+fn probe_alone(img: &str, flags: &[&str], args: &[&str]) -> Run {
+    let _alone = MACHINE.write().unwrap_or_else(|e| e.into_inner());
+    probe_unlocked(img, flags, args)
+}
+
+fn probe_unlocked(img: &str, flags: &[&str], args: &[&str]) -> Run {
     let name = unique("ctr");
     let mut cmd = podman();
     cmd.args(["run", "--rm", "--name", &name])
@@ -787,7 +821,7 @@ fn engine_socket_answering() {
         return;
     };
     let svc = PodmanService::start();
-    let r = probe(img, &["-v", &vol(&svc.sock, "/var/run/docker.sock")], &[]);
+    let r = probe_alone(img, &["-v", &vol(&svc.sock, "/var/run/docker.sock")], &[]);
     drop(svc);
     let mut c = r.check();
     let sock = "/var/run/docker.sock";

@@ -223,8 +223,13 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     let c = ctx.clone();
     let mf = mount_facts.clone();
     let sock_deadline = budget(&ctx);
+    // The probe stops its own requests a little before the runner gives up
+    // on it, so a slow engine yields a classified answer, not a timeout.
+    let inner = sock_deadline
+        .checked_sub(Duration::from_millis(200))
+        .unwrap_or(sock_deadline);
     let sockets = spawn("sockets", 2, sock_deadline, move || {
-        Ok(sockets::collect(&c.host, mf.as_deref(), sock_deadline))
+        Ok(sockets::collect(&c.host, mf.as_deref(), inner))
     });
     let c = ctx.clone();
     let mf = mount_facts.clone();

@@ -21,7 +21,11 @@ use crate::finding::Finding;
 use crate::host::Host;
 use crate::probe::mounts::{MountClass, MountFacts};
 
-const IO_TIMEOUT: Duration = Duration::from_millis(1000);
+/// Per request. /_ping is answered at once by every engine, so a socket
+/// silent for a second is not answering; podman's /version takes ~0.4 s even
+/// when idle, so it gets longer. The probe's own deadline bounds the total.
+const PING_TIMEOUT: Duration = Duration::from_millis(1000);
+const VERSION_TIMEOUT: Duration = Duration::from_millis(3000);
 const MAX_ANSWER: u64 = 256 * 1024;
 /// Sockets under host mounts: how deep and how many entries to look at.
 /// Sockets sit near the top of a runtime dir; a repo can hold millions of files.
@@ -314,7 +318,7 @@ fn probe_socket(path: &Path, api: SocketApi, deadline: Instant) -> (Outcome, Opt
         return (Outcome::Accepted, None);
     }
     let mut ans = EngineAnswer::default();
-    let ping = match http_get(path, "/_ping", deadline) {
+    let ping = match http_get(path, "/_ping", PING_TIMEOUT, deadline) {
         Ok(r) => r,
         Err(e) => {
             ans.error = Some(e);
@@ -328,21 +332,30 @@ fn probe_socket(path: &Path, api: SocketApi, deadline: Instant) -> (Outcome, Opt
     if ping.status != 200 || body.trim() != "OK" {
         return (Outcome::NotEngine, Some(ans));
     }
-    if let Ok(v) = http_get(path, "/version", deadline) {
-        if let Ok(j) = serde_json::from_slice::<Value>(&v.body) {
-            let s = |k: &str| j.get(k).and_then(Value::as_str).map(clean);
-            ans.version = s("Version");
-            ans.api_version = s("ApiVersion").or(ans.api_version);
-            ans.os = s("Os");
-            if let Some(c) = j.get("Components").and_then(Value::as_array) {
-                ans.components = c
-                    .iter()
-                    .filter_map(|x| x.get("Name").and_then(Value::as_str))
-                    .take(8)
-                    .map(clean)
-                    .collect();
+    match http_get(path, "/version", VERSION_TIMEOUT, deadline) {
+        Err(e) => ans.error = Some(format!("GET /version: {e}")),
+        Ok(v) => match serde_json::from_slice::<Value>(&v.body) {
+            Err(e) => {
+                ans.error = Some(format!(
+                    "GET /version: HTTP {} with no JSON body ({e})",
+                    v.status
+                ))
             }
-        }
+            Ok(j) => {
+                let s = |k: &str| j.get(k).and_then(Value::as_str).map(clean);
+                ans.version = s("Version");
+                ans.api_version = s("ApiVersion").or(ans.api_version);
+                ans.os = s("Os");
+                if let Some(c) = j.get("Components").and_then(Value::as_array) {
+                    ans.components = c
+                        .iter()
+                        .filter_map(|x| x.get("Name").and_then(Value::as_str))
+                        .take(8)
+                        .map(clean)
+                        .collect();
+                }
+            }
+        },
     }
     (Outcome::Answered, Some(ans))
 }
@@ -368,11 +381,16 @@ impl HttpAnswer {
 }
 
 /// HTTP/1.0 so that the server closes the connection and never chunks.
-fn http_get(path: &Path, target: &str, deadline: Instant) -> Result<HttpAnswer, String> {
+fn http_get(
+    path: &Path,
+    target: &str,
+    timeout: Duration,
+    deadline: Instant,
+) -> Result<HttpAnswer, String> {
     let mut s = connect_unix(path).map_err(|e| format!("connect: {e}"))?;
     let left = deadline
         .saturating_duration_since(Instant::now())
-        .min(IO_TIMEOUT);
+        .min(timeout);
     if left.is_zero() {
         return Err("deadline passed".into());
     }

@@ -9,6 +9,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::finding::Severity;
 use crate::host::parse_duration;
 use crate::policy::Policy;
+use crate::probe::network::dial::{Dial, Redirect};
+use crate::probe::network::Options as NetOptions;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -69,6 +71,15 @@ pub struct RunArgs {
     /// Really create and remove a uniquely named file in each writable host path and the root filesystem
     #[arg(long)]
     pub write_test: bool,
+    /// Also try the built-in destinations (cloud metadata, public egress, Kubernetes API, engine and DevTools ports); never tried unless asked
+    #[arg(long)]
+    pub network_defaults: bool,
+    /// Test hook: connections to HOST:PORT go to IP:PORT instead (repeatable); reported in the inventory
+    #[arg(long = "net-redirect", value_name = "HOST:PORT=IP:PORT", hide = true)]
+    pub net_redirect: Vec<String>,
+    /// Test hook: never connect to anything but loopback, and ask only redirected nameservers
+    #[arg(long = "net-loopback-only", hide = true)]
+    pub net_loopback_only: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +108,7 @@ pub struct Config {
     pub workspace: Option<(PathBuf, String)>,
     pub policy: Policy,
     pub write_test: bool,
+    pub net: NetOptions,
 }
 
 impl RunArgs {
@@ -148,7 +160,19 @@ impl RunArgs {
         } else {
             None
         };
+        let redirects = self
+            .net_redirect
+            .iter()
+            .map(|r| Redirect::parse(r))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Config {
+            net: NetOptions {
+                defaults_flag: self.network_defaults,
+                dial: Dial {
+                    redirects,
+                    loopback_only: self.net_loopback_only,
+                },
+            },
             format: self.format,
             output: self.output,
             fail_on: self.fail_on.0,

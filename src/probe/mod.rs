@@ -6,6 +6,7 @@
 pub mod devices;
 pub mod mounts;
 pub mod namespaces;
+pub mod network;
 pub mod privilege;
 pub mod sockets;
 pub mod writable;
@@ -33,6 +34,8 @@ pub struct Context {
     pub run_id: String,
     pub write_test: bool,
     pub cleanup: Arc<Cleanup>,
+    /// What the command line adds to the policy's [network] section.
+    pub net: network::Options,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -140,6 +143,7 @@ pub struct Facts {
     pub devices: Option<devices::DeviceFacts>,
     pub sockets: Option<sockets::SocketFacts>,
     pub writable: Option<writable::WritableFacts>,
+    pub network: Option<network::NetFacts>,
 }
 
 pub struct Collected {
@@ -191,13 +195,28 @@ fn take<T>(
     }
 }
 
-/// Runs phases 1 and 2. Mounts come first because sockets and writability
+/// Runs phases 1 and 2 and the network part of phase 3. Mounts come first because sockets and writability
 /// look inside the host mounts; the rest run side by side.
 pub fn run(ctx: Arc<Context>) -> Collected {
     let mut records = Vec::new();
     let mut findings = Vec::new();
     let mut panicked = false;
     let budget = |ctx: &Context| ctx.host.deadline_within(PROBE_BUDGET);
+
+    // Network first: its destinations wait on the network, not on the
+    // other probes, so the phases overlap. Nothing is sent unless asked.
+    let net_running = network::asked(&ctx.policy, &ctx.net).then(|| {
+        let deadline = ctx
+            .host
+            .deadline_within(network::budget(&ctx.policy, &ctx.net));
+        let inner = deadline
+            .checked_sub(Duration::from_millis(300))
+            .unwrap_or(deadline);
+        let c = ctx.clone();
+        spawn("network", 3, deadline, move || {
+            Ok(network::collect(&c.host, &c.policy, &c.net, inner))
+        })
+    });
 
     let c = ctx.clone();
     let m = spawn("mounts", 1, budget(&ctx), move || {
@@ -277,7 +296,21 @@ pub fn run(ctx: Arc<Context>) -> Collected {
             &mut panicked,
         ),
         mounts: None,
+        network: None,
     };
+    facts.network = match net_running {
+        Some(r) => take(
+            r.wait(&mut records),
+            "network",
+            3,
+            &mut findings,
+            &mut panicked,
+        ),
+        None => Some(network::not_asked(&ctx.policy)),
+    };
+    if let Some(n) = &facts.network {
+        findings.extend(network::evaluate(n));
+    }
 
     if let Some(m) = &mount_facts {
         findings.extend(mounts::evaluate(m));

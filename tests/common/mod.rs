@@ -1,1 +1,2 @@
+pub mod netserve;
 pub mod podman;

@@ -628,6 +628,34 @@ expires = "2999-01-01"
     }
 
     #[test]
+    fn network_entries_with_their_own_timeouts() {
+        let p = Policy::parse(
+            "p.toml",
+            "[network]\ntimeout = \"2s\"\nallow = [\"https://pkgs.internal/simple/\",\n  { url = \"tcp://db:5432\", timeout = \"250ms\" }]\ndeny = [\"dns://example.com\"]\ndefaults = true\n",
+        )
+        .unwrap();
+        let n = &p.network;
+        assert_eq!(n.timeout, Some(Duration::from_secs(2)));
+        assert!(n.defaults);
+        assert_eq!(n.allow.len(), 2);
+        assert_eq!(n.allow[0].target.to_string(), "https://pkgs.internal/simple/");
+        assert_eq!((n.allow[0].line, n.allow[0].column), (3, 10));
+        assert_eq!(n.allow[0].timeout, None);
+        assert_eq!((n.allow[1].line, n.allow[1].column), (4, 3));
+        assert_eq!(n.allow[1].timeout, Some(Duration::from_millis(250)));
+        assert_eq!(n.deny[0].target.to_string(), "dns://example.com");
+
+        let e = err("[network]\ndeny = [\"tcp://a:1\", { timeout = \"1s\" }]\n");
+        assert_eq!(e.line, 2);
+        assert!(e.message.contains("expected a destination string"), "{e}");
+        let many: String = (0..=MAX_DESTINATIONS)
+            .map(|i| format!("\"tcp://h:{}\",\n", i + 1))
+            .collect();
+        let e = err(&format!("[network]\ndeny = [\n{many}]\n"));
+        assert!(e.message.contains("at most 1024"), "{e}");
+    }
+
+    #[test]
     fn severity_override_applies() {
         let p = Policy::parse("p", "[severity]\n\"mount.socket\" = \"low\"\n").unwrap();
         let mut fs = vec![Finding::new("mount.socket", "/s", "m")];

@@ -1088,6 +1088,7 @@ fn what_happened(r: &DestResult) -> String {
         NetOutcome::Blocked => format!("this host refused to send to it ({err})"),
         NetOutcome::DnsFailure => format!("its name did not resolve: {err}"),
         NetOutcome::TlsFailure | NetOutcome::ProxyDenied => err,
+        NetOutcome::Error if r.connected => format!("it accepted a connection, then {err}"),
         NetOutcome::NotAttempted | NetOutcome::Error => format!("it could not be checked: {err}"),
     }
 }

@@ -41,6 +41,8 @@ pub enum Command {
 pub enum Format {
     Text,
     Json,
+    Sarif,
+    Junit,
 }
 
 #[derive(Debug, Clone, Args)]

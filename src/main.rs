@@ -57,6 +57,8 @@ fn run(args: RunArgs) -> i32 {
     let text = match format {
         Format::Text => report::text::render(&report, color),
         Format::Json => report::json::render(&report),
+        Format::Sarif => report::sarif::render(&report),
+        Format::Junit => report::junit::render(&report),
     };
     let written = match &output {
         Some(path) => std::fs::write(path, text.as_bytes())

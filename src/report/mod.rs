@@ -3,6 +3,8 @@
 
 pub mod catalog;
 pub mod json;
+pub mod junit;
+pub mod sarif;
 pub mod text;
 
 use std::collections::BTreeMap;

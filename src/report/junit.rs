@@ -63,18 +63,18 @@ pub fn render(r: &Report) -> String {
                 .iter()
                 .filter(|f| f.status == Status::Unknown)
                 .collect();
-            let _ = write!(
+            let _ = writeln!(
                 cases,
-                "    <testcase classname=\"selfprobe.{}\" name=\"{}\" time=\"0\">\n",
+                "    <testcase classname=\"selfprobe.{}\" name=\"{}\" time=\"0\">",
                 xml_escape(phase_name(phase)).replace(' ', "_"),
                 xml_escape(&c.code)
             );
             if !gating.is_empty() {
                 fails += 1;
                 let body: Vec<String> = gating.iter().map(|f| describe(f)).collect();
-                let _ = write!(
+                let _ = writeln!(
                     cases,
-                    "      <failure message=\"{}\" type=\"{}\">{}</failure>\n",
+                    "      <failure message=\"{}\" type=\"{}\">{}</failure>",
                     xml_escape(&format!(
                         "{} finding(s): {}",
                         gating.len(),
@@ -99,9 +99,9 @@ pub fn render(r: &Report) -> String {
                     .map(|f| describe(f))
                     .chain(broken.iter().map(|f| describe(f)))
                     .collect();
-                let _ = write!(
+                let _ = writeln!(
                     cases,
-                    "      <error message=\"{}\" type=\"unknown\">{}</error>\n",
+                    "      <error message=\"{}\" type=\"unknown\">{}</error>",
                     xml_escape("could not be checked"),
                     xml_escape(&why.join("\n"))
                 );

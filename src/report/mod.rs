@@ -4,6 +4,7 @@
 pub mod catalog;
 pub mod json;
 pub mod junit;
+pub mod plant;
 pub mod sarif;
 pub mod text;
 

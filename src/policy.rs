@@ -638,7 +638,10 @@ expires = "2999-01-01"
         assert_eq!(n.timeout, Some(Duration::from_secs(2)));
         assert!(n.defaults);
         assert_eq!(n.allow.len(), 2);
-        assert_eq!(n.allow[0].target.to_string(), "https://pkgs.internal/simple/");
+        assert_eq!(
+            n.allow[0].target.to_string(),
+            "https://pkgs.internal/simple/"
+        );
         assert_eq!((n.allow[0].line, n.allow[0].column), (3, 10));
         assert_eq!(n.allow[0].timeout, None);
         assert_eq!((n.allow[1].line, n.allow[1].column), (4, 3));

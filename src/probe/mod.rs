@@ -9,6 +9,7 @@ pub mod namespaces;
 pub mod network;
 pub mod privilege;
 pub mod sockets;
+pub mod teardown;
 pub mod writable;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -144,6 +145,7 @@ pub struct Facts {
     pub sockets: Option<sockets::SocketFacts>,
     pub writable: Option<writable::WritableFacts>,
     pub network: Option<network::NetFacts>,
+    pub teardown: Option<teardown::TeardownFacts>,
 }
 
 pub struct Collected {
@@ -259,6 +261,12 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         Ok(writable::collect(&c.host, mf.as_deref(), wt))
     });
 
+    let c = ctx.clone();
+    let mf = mount_facts.clone();
+    let teardown = spawn("teardown", 6, budget(&ctx), move || {
+        teardown::collect(&c.host, mf.as_deref())
+    });
+
     let mut facts = Facts {
         privilege: take(
             privilege.wait(&mut records),
@@ -292,6 +300,13 @@ pub fn run(ctx: Arc<Context>) -> Collected {
             writable.wait(&mut records),
             "writable",
             2,
+            &mut findings,
+            &mut panicked,
+        ),
+        teardown: take(
+            teardown.wait(&mut records),
+            "teardown",
+            6,
             &mut findings,
             &mut panicked,
         ),
@@ -335,6 +350,9 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     }
     if let Some(w) = &facts.writable {
         findings.extend(writable::evaluate(w));
+    }
+    if let Some(t) = &facts.teardown {
+        findings.extend(teardown::evaluate(t, &ctx.run_id));
     }
     if let Some(p) = &facts.privilege {
         let sig = privilege::PrivilegedSignals {

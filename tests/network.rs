@@ -372,7 +372,7 @@ fn a_drop_rule_in_a_namespace_of_our_own_is_a_timeout() {
     assert_eq!(d["outcome"], "timeout", "{d:#}");
     assert_eq!(d["contract"], "holds");
     let ms = d["latency_ms"].as_f64().unwrap();
-    assert!((950.0..1500.0).contains(&ms), "a 1 s timeout took {ms} ms");
+    assert!((950.0..2000.0).contains(&ms), "a 1 s timeout took {ms} ms");
     assert_eq!(d["timeout_ms"], 1000);
     // Not dropped: refused at once, in the same namespace.
     assert_eq!(r.dest("tcp://127.0.0.1:7003")["outcome"], "refused");
@@ -517,6 +517,31 @@ fn names_through_the_nameserver_of_resolv_conf() {
     );
     assert_eq!(r.json["inventory"]["network"]["redirects"][0], redirect);
     assert_eq!(r.code, 0);
+}
+
+#[test]
+fn a_resolver_that_never_answers_aaaa_costs_little() {
+    let srv = ok_server();
+    let dns = Dns::start_with(&[("slow6.corp.test", Ipv4Addr::LOCALHOST)], false);
+    let root = Root::new("dns-aaaa");
+    root.file(
+        "etc/resolv.conf",
+        "nameserver 127.0.0.153\noptions timeout:3\n",
+    );
+    root.with_policy(&format!(
+        "[network]\ntimeout = \"3s\"\nallow = [\"tcp://slow6.corp.test:{}\"]\n",
+        srv.port
+    ));
+    let redirect = format!("127.0.0.153:53=127.0.0.1:{}", dns.port);
+    let r = root.run(&["--net-redirect", &redirect], &[]);
+    let d = r.dest(&format!("tcp://slow6.corp.test:{}", srv.port));
+    assert_eq!(d["outcome"], "reachable", "{d:#}");
+    let ms = d["latency_ms"].as_f64().unwrap();
+    assert!(
+        ms < 1500.0,
+        "waited {ms} ms for an AAAA answer that never comes"
+    );
+    assert!(dns.queries().contains(&"slow6.corp.test/28".to_string()));
 }
 
 #[test]

@@ -306,6 +306,12 @@ pub struct Dns {
 
 impl Dns {
     pub fn start(names: &[(&str, Ipv4Addr)]) -> Dns {
+        Dns::start_with(names, true)
+    }
+
+    /// With `answer_aaaa` false, AAAA queries are never answered, as some
+    /// broken resolvers do.
+    pub fn start_with(names: &[(&str, Ipv4Addr)], answer_aaaa: bool) -> Dns {
         let sock = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
         let port = sock.local_addr().unwrap().port();
         sock.set_read_timeout(Some(Duration::from_millis(20)))
@@ -325,6 +331,9 @@ impl Dns {
                 let (name, end) = qname(q);
                 let qtype = u16::from_be_bytes([q[end], q[end + 1]]);
                 q2.lock().unwrap().push(format!("{name}/{qtype}"));
+                if qtype == 28 && !answer_aaaa {
+                    continue;
+                }
                 let known = names.iter().find(|(k, _)| *k == name);
                 let mut r = q[..end + 4].to_vec();
                 r[2] = 0x81;

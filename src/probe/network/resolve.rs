@@ -16,6 +16,7 @@ use crate::host::Host;
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_NAMESERVERS: usize = 3;
 const MAX_ADDRS: usize = 16;
+const AAAA_GRACE: Duration = Duration::from_millis(300);
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ResolverConf {
@@ -466,9 +467,16 @@ fn exchange(
         .collect();
     let mut got: Vec<Option<Answer>> = vec![None; queries.len()];
     let mut buf = [0u8; 1500];
+    // Some resolvers never answer AAAA: once an answer with addresses is
+    // in, the other one gets a short grace, not the whole deadline.
+    let mut until = deadline;
     while got.iter().any(Option::is_none) {
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = until.saturating_duration_since(Instant::now());
+        let have_addrs = got.iter().flatten().any(|a| !a.addrs.is_empty());
         if left.is_zero() {
+            if have_addrs {
+                break;
+            }
             return Err(timeout_error(&query_name(queries[0]), Some(server)));
         }
         let _ = sock.set_read_timeout(Some(left));
@@ -476,6 +484,9 @@ fn exchange(
             Ok(n) => {
                 if let Some(a) = decode_answer(&buf[..n]) {
                     if let Some(k) = ids.iter().position(|id| *id == a.id) {
+                        if !a.addrs.is_empty() {
+                            until = std::cmp::min(deadline, Instant::now() + AAAA_GRACE);
+                        }
                         got[k] = Some(a);
                     }
                 }
@@ -483,6 +494,9 @@ fn exchange(
             Err(e) => {
                 let ne = NetError::from_io(&e);
                 if ne == NetError::Timeout {
+                    if have_addrs {
+                        break;
+                    }
                     return Err(timeout_error(&query_name(queries[0]), Some(server)));
                 }
                 return Err(net_err(ne.clone(), ne.describe()));
@@ -493,7 +507,7 @@ fn exchange(
     for (k, a) in got.into_iter().enumerate() {
         let a = a.unwrap_or(Answer {
             id: 0,
-            rcode: 2,
+            rcode: 0,
             truncated: false,
             addrs: Vec::new(),
         });

@@ -840,6 +840,10 @@ fn without_a_policy_or_network_defaults_no_connection_is_attempted() {
     assert!(listener.connections() >= 10, "{}", listener.connections());
     assert!(r.destinations().len() >= 15);
     assert_eq!(r.count("net.not-assessed"), 0);
+    // The listener accepts: the IP egress canary and the Kubernetes API
+    // count as reached.
+    assert_eq!(r.must("net.egress-open", "egress-ip")["severity"], "high");
+    r.must("net.denied-reachable", "kubernetes-api");
     assert_eq!(
         r.dest("kubernetes-api")["destination"],
         "https://127.0.0.1:1/version"

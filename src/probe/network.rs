@@ -1088,7 +1088,7 @@ fn what_happened(r: &DestResult) -> String {
         NetOutcome::Blocked => format!("this host refused to send to it ({err})"),
         NetOutcome::DnsFailure => format!("its name did not resolve: {err}"),
         NetOutcome::TlsFailure | NetOutcome::ProxyDenied => err,
-        NetOutcome::Error if r.connected => format!("it accepted a connection, then {err}"),
+        NetOutcome::Error if r.connected => err,
         NetOutcome::NotAttempted | NetOutcome::Error => format!("it could not be checked: {err}"),
     }
 }
@@ -1264,7 +1264,15 @@ pub fn evaluate(facts: &NetFacts) -> Vec<Finding> {
 }
 
 fn deny_finding(r: &DestResult, subject: String) -> Finding {
-    let how = what_happened(r);
+    let how = if r.connected && r.outcome != NetOutcome::Reachable {
+        format!(
+            "it accepted a connection ({}), and then {}",
+            r.address.clone().unwrap_or_default(),
+            what_happened(r)
+        )
+    } else {
+        what_happened(r)
+    };
     match r.kind {
         Kind::Engine => {
             let confirmed = r.answered == Some(true);

@@ -7,6 +7,7 @@ pub mod devices;
 pub mod mounts;
 pub mod namespaces;
 pub mod privilege;
+pub mod secrets;
 pub mod sockets;
 pub mod writable;
 
@@ -140,6 +141,7 @@ pub struct Facts {
     pub devices: Option<devices::DeviceFacts>,
     pub sockets: Option<sockets::SocketFacts>,
     pub writable: Option<writable::WritableFacts>,
+    pub secrets: Option<secrets::SecretFacts>,
 }
 
 pub struct Collected {
@@ -191,8 +193,9 @@ fn take<T>(
     }
 }
 
-/// Runs phases 1 and 2. Mounts come first because sockets and writability
-/// look inside the host mounts; the rest run side by side.
+/// Runs phases 1 to 3 (network aside). Mounts come first because sockets,
+/// writability and secrets look inside the host mounts; the rest run side
+/// by side.
 pub fn run(ctx: Arc<Context>) -> Collected {
     let mut records = Vec::new();
     let mut findings = Vec::new();
@@ -240,6 +243,18 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         Ok(writable::collect(&c.host, mf.as_deref(), wt))
     });
 
+    // Phase 3 secrets need only the mounts; they run beside phase 2.
+    let c = ctx.clone();
+    let mf = mount_facts.clone();
+    let sec_deadline = budget(&ctx);
+    let inner = sec_deadline
+        .checked_sub(Duration::from_millis(300))
+        .unwrap_or(sec_deadline);
+    let secrets = spawn("secrets", 3, sec_deadline, move || {
+        let ws = c.workspace.as_ref().map(|w| w.0.as_path());
+        Ok(secrets::collect(&c.host, mf.as_deref(), ws, inner))
+    });
+
     let mut facts = Facts {
         privilege: take(
             privilege.wait(&mut records),
@@ -276,6 +291,13 @@ pub fn run(ctx: Arc<Context>) -> Collected {
             &mut findings,
             &mut panicked,
         ),
+        secrets: take(
+            secrets.wait(&mut records),
+            "secrets",
+            3,
+            &mut findings,
+            &mut panicked,
+        ),
         mounts: None,
     };
 
@@ -302,6 +324,9 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     }
     if let Some(w) = &facts.writable {
         findings.extend(writable::evaluate(w));
+    }
+    if let Some(s) = &facts.secrets {
+        findings.extend(secrets::evaluate(s, &ctx.policy, ctx.host.started()));
     }
     if let Some(p) = &facts.privilege {
         let sig = privilege::PrivilegedSignals {

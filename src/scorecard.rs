@@ -54,7 +54,10 @@ pub const CONTROLS: &[Control] = &[
     Control {
         key: "teardown",
         name: "Teardown",
-        probes: &["teardown"],
+        // The rubric's 1 point is "volumes/logs remain": shell histories on
+        // persistent mounts (artifact.shell-history) come from the secrets
+        // search, so without it teardown cannot be scored.
+        probes: &["teardown", "secrets"],
     },
 ];
 

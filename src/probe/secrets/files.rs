@@ -26,11 +26,10 @@ use serde_json::Value;
 use super::helpers::{self, Helper};
 use super::history::{self, History};
 use super::rules::{
-    credentials, env_secrets, suffix_match, url_userinfo, Check, Entries, FileRule, Protocol,
+    credentials, env_secrets, glob1, suffix_match, url_userinfo, Check, Entries, FileRule, Protocol,
 };
 use super::tokens::{self, Token};
 use super::{MountIndex, Passwd};
-use crate::catalog::glob_match;
 use crate::host::Host;
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -166,10 +165,11 @@ struct Candidate {
 }
 
 /// Catalog paths indexed by their last component, so the walk pays one
-/// hash lookup per file name plus the few globbed names.
+/// hash lookup per file name plus the few globbed names, and a pattern's
+/// parent component is checked against the directory's name before the
+/// whole path is built.
 struct Matcher {
-    pats: Vec<String>,
-    last: Vec<String>,
+    pats: Vec<Vec<String>>,
     excludes: Vec<Vec<String>>,
     exact: HashMap<String, Vec<usize>>,
     globbed: Vec<usize>,
@@ -179,54 +179,70 @@ impl Matcher {
     fn new<'a>(items: impl Iterator<Item = (&'a str, &'a [String])>) -> Matcher {
         let mut m = Matcher {
             pats: Vec::new(),
-            last: Vec::new(),
             excludes: Vec::new(),
             exact: HashMap::new(),
             globbed: Vec::new(),
         };
         for (i, (p, ex)) in items.enumerate() {
-            let last = p.rsplit('/').next().unwrap_or(p).to_string();
+            let comps: Vec<String> = p.split('/').map(str::to_string).collect();
+            let last = comps.last().cloned().unwrap_or_default();
             if last.contains('*') {
                 m.globbed.push(i);
             } else {
-                m.exact.entry(last.clone()).or_default().push(i);
+                m.exact.entry(last).or_default().push(i);
             }
-            m.pats.push(p.to_string());
-            m.last.push(last);
+            m.pats.push(comps);
             m.excludes.push(ex.to_vec());
         }
         m
     }
 
-    /// The first pattern (in catalog order) that `name` in `dir` matches.
-    fn first(&self, name: &str, comps: &mut dyn FnMut() -> Vec<String>) -> Option<usize> {
-        let mut hits: Vec<usize> = self.exact.get(name).cloned().unwrap_or_default();
-        hits.extend(
-            self.globbed
-                .iter()
-                .copied()
-                .filter(|i| glob_match(&self.last[*i], name)),
-        );
+    /// The first pattern (in catalog order) that `name`, in a directory
+    /// called `parent`, matches; `comps` gives the whole path when needed.
+    fn first(
+        &self,
+        name: &str,
+        parent: &str,
+        comps: &mut dyn FnMut() -> Vec<String>,
+    ) -> Option<usize> {
+        let exact = self.exact.get(name).map(Vec::as_slice).unwrap_or(&[]);
+        let globbed = self
+            .globbed
+            .iter()
+            .copied()
+            .filter(|i| glob1(self.pats[*i].last().map_or("", String::as_str), name));
+        let mut hits: Vec<usize> = Vec::new();
+        for i in exact.iter().copied().chain(globbed) {
+            let p = &self.pats[i];
+            let parent_ok = p.len() < 2 || glob1(&p[p.len() - 2], parent);
+            if parent_ok && !self.excludes[i].iter().any(|e| glob1(e, name)) {
+                hits.push(i);
+            }
+        }
         if hits.is_empty() {
             return None;
         }
         hits.sort_unstable();
         let mut full: Option<Vec<String>> = None;
         for i in hits {
-            if self.excludes[i].iter().any(|e| glob_match(e, name)) {
-                continue;
-            }
-            if !self.pats[i].contains('/') {
+            if self.pats[i].len() <= 2 {
                 return Some(i);
             }
             let c = full.get_or_insert_with(&mut *comps);
             let refs: Vec<&str> = c.iter().map(String::as_str).collect();
-            if suffix_match(&self.pats[i], &refs) {
+            if suffix_match(&self.pats[i].join("/"), &refs) {
                 return Some(i);
             }
         }
         None
     }
+}
+
+fn parent_name(p: &Path) -> String {
+    p.parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 pub fn comps(p: &Path) -> Vec<String> {
@@ -308,19 +324,23 @@ impl<'a> Search<'a> {
 
     fn classify(&self, path: &Path, alias: Option<&Path>) -> Option<What> {
         let name = path.file_name()?.to_string_lossy().into_owned();
+        let parent = parent_name(path);
         let mut c = || comps(path);
-        if let Some(i) = self.files.first(&name, &mut c) {
+        if let Some(i) = self.files.first(&name, &parent, &mut c) {
             return Some(What::File(i));
         }
-        if let Some(i) = self.histories.first(&name, &mut c) {
+        if let Some(i) = self.histories.first(&name, &parent, &mut c) {
             return Some(What::History(i));
         }
         let alias = alias?;
+        let parent = parent_name(alias);
         let mut a = || comps(alias);
-        if let Some(i) = self.files.first(&name, &mut a) {
+        if let Some(i) = self.files.first(&name, &parent, &mut a) {
             return Some(What::File(i));
         }
-        self.histories.first(&name, &mut a).map(What::History)
+        self.histories
+            .first(&name, &parent, &mut a)
+            .map(What::History)
     }
 
     fn push(&mut self, path: PathBuf, what: What, origin: &str, scope: &Path) {
@@ -358,7 +378,7 @@ impl<'a> Search<'a> {
             .unwrap_or_default();
         let i = self
             .histories
-            .first(&name, &mut || comps(&path))
+            .first(&name, &parent_name(&path), &mut || comps(&path))
             .unwrap_or(0);
         let scope = path.parent().map(Path::to_path_buf).unwrap_or_default();
         self.push(path, What::History(i), origin, &scope);
@@ -389,12 +409,7 @@ impl<'a> Search<'a> {
             for b in &acc {
                 if comp.contains('*') {
                     let names = listings.entry(b.clone()).or_insert_with(|| self.list(b));
-                    next.extend(
-                        names
-                            .iter()
-                            .filter(|n| glob_match(comp, n))
-                            .map(|n| b.join(n)),
-                    );
+                    next.extend(names.iter().filter(|n| glob1(comp, n)).map(|n| b.join(n)));
                 } else {
                     next.push(b.join(comp));
                 }
@@ -487,6 +502,10 @@ impl<'a> Search<'a> {
             st.dirs += 1;
             st.depth_reached = st.depth_reached.max(depth);
             let mut dir_comps: Option<Vec<String>> = None;
+            let dir_name = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             for ent in rd {
                 let Ok(ent) = ent else { continue };
                 st.entries += 1;
@@ -510,7 +529,7 @@ impl<'a> Search<'a> {
                 if ft.is_dir() {
                     let pruned = self
                         .prune
-                        .first(&name_s, &mut || {
+                        .first(&name_s, &dir_name, &mut || {
                             let mut c = dir_comps.get_or_insert_with(|| comps(&dir)).clone();
                             c.push(name_s.to_string());
                             c
@@ -545,9 +564,13 @@ impl<'a> Search<'a> {
                     };
                     let hit = self
                         .files
-                        .first(&name_s, &mut c)
+                        .first(&name_s, &dir_name, &mut c)
                         .map(What::File)
-                        .or_else(|| self.histories.first(&name_s, &mut c).map(What::History));
+                        .or_else(|| {
+                            self.histories
+                                .first(&name_s, &dir_name, &mut c)
+                                .map(What::History)
+                        });
                     let hit = hit.or_else(|| {
                         let alias = root.alias.as_ref()?;
                         let p = path();
@@ -559,7 +582,7 @@ impl<'a> Search<'a> {
                         self.push(path(), w, &root.origin, &root.path);
                     }
                 } else if ft.is_socket() {
-                    if self.agents.first(&name_s, &mut || Vec::new()).is_some() {
+                    if self.agents.first(&name_s, "", &mut Vec::new).is_some() {
                         let hint = if name_s.starts_with("S.gpg-agent") && !name_s.ends_with(".ssh")
                         {
                             Some(Protocol::Gpg)
@@ -1118,7 +1141,7 @@ mod tests {
         let c = |p: &str| {
             let path = PathBuf::from(p);
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            m.first(&name, &mut || comps(&path))
+            m.first(&name, &parent_name(&path), &mut || comps(&path))
                 .map(|i| credentials().file[i].path.clone())
         };
         assert_eq!(c("/home/a/.ssh/id_rsa").as_deref(), Some("id_rsa"));

@@ -6,8 +6,6 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-use crate::catalog::glob_match;
-
 pub const ENV_SECRETS_TOML: &str = include_str!("../../../probes/env-secrets.toml");
 pub const CREDENTIALS_TOML: &str = include_str!("../../../probes/credentials.toml");
 
@@ -224,7 +222,29 @@ pub fn suffix_match(pattern: &str, path: &[&str]) -> bool {
         return false;
     }
     let tail = &path[path.len() - pc.len()..];
-    pc.iter().zip(tail).all(|(p, x)| glob_match(p, x))
+    pc.iter().zip(tail).all(|(p, x)| glob1(p, x))
+}
+
+/// `*`-glob of one path component, without allocating: the walk calls it
+/// for every file name it meets.
+pub fn glob1(p: &str, x: &str) -> bool {
+    match p.split_once('*') {
+        None => p == x,
+        Some((pre, rest)) => {
+            let Some(tail) = x.strip_prefix(pre) else {
+                return false;
+            };
+            if rest.is_empty() {
+                return true;
+            }
+            if !rest.contains('*') {
+                return tail.len() >= rest.len() && tail.ends_with(rest);
+            }
+            (0..=tail.len())
+                .filter(|i| tail.is_char_boundary(*i))
+                .any(|i| glob1(rest, &tail[i..]))
+        }
+    }
 }
 
 /// What one rule found: the kind of secret and how it was recognised. The
@@ -374,10 +394,10 @@ impl ValueRule {
 impl EnvSecrets {
     pub fn name_rule(&self, name: &str) -> Option<&NameRule> {
         let up = name.to_ascii_uppercase();
-        if self.ignore_names.iter().any(|g| glob_match(g, &up)) {
+        if self.ignore_names.iter().any(|g| glob1(g, &up)) {
             return None;
         }
-        self.name.iter().find(|r| glob_match(&r.glob, &up))
+        self.name.iter().find(|r| glob1(&r.glob, &up))
     }
 
     /// The first value rule that any word of `text` (or the text as a whole,
@@ -640,5 +660,19 @@ mod tests {
         assert!(!suffix_match(".aws/credentials", &["credentials"]));
         assert!(suffix_match(".ssh/*", &["root", ".ssh", "deploy"]));
         assert!(suffix_match("*.pem", &["x.pem"]));
+        for (p, x, want) in [
+            ("*TOKEN", "GH_TOKEN", true),
+            ("*TOKEN", "TOKENS", false),
+            ("*_TOKEN_*", "A_TOKEN_B", true),
+            ("*_TOKEN_*", "A_TOKEN", false),
+            ("a*b*c", "aXXbYYc", true),
+            (".env.*", ".env", false),
+            (".env.*", ".env.local", true),
+            ("id_*", "id_rsa", true),
+            ("x", "x", true),
+        ] {
+            assert_eq!(glob1(p, x), want, "{p} {x}");
+            assert_eq!(crate::catalog::glob_match(p, x), want, "{p} {x}");
+        }
     }
 }

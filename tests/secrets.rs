@@ -713,3 +713,63 @@ fn clean_tree_reports_none_of_it() {
         .unwrap();
     assert_eq!(sb["score"], 2, "{sb}");
 }
+
+#[test]
+fn symlinked_roots_stay_inside_the_tree_and_silent_sockets_are_bounded() {
+    let t = Tree::new("links");
+    let mi = fs::read_to_string(Path::new(DATA).join("plain.mountinfo")).unwrap()
+        + "84 80 254:0 /run/user/1000/bus /run/bus rw,relatime - tmpfs tmpfs rw\n\
+           85 80 254:0 /tmp/.X11-unix/X0 /tmp/display rw,relatime - tmpfs tmpfs rw\n";
+    t.file("proc/self/mountinfo", mi);
+    t.file("proc/self/environ", "PATH=/bin\0");
+    let tok = random(32, ALNUM);
+    t.file("real/app/.env", format!("API_TOKEN={tok}\n"));
+    symlink("real/app", t.p("ws")).unwrap();
+    // An absolute link that, followed naively, would leave the fixture tree.
+    symlink("/etc", t.p("ws2")).unwrap();
+    // Mounted sockets: one that never accepts, one that accepts and says nothing.
+    t.dir("run");
+    t.dir("tmp");
+    let _never = UnixListener::bind(t.p("run/bus")).unwrap();
+    let quiet = UnixListener::bind(t.p("tmp/display")).unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in quiet.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    let r = t.run(&["--format", "json", "--workspace", "/ws"]);
+    // Each unknown socket costs at most the 150 ms greeting wait and the
+    // 300 ms answer wait. (The probe's own clock: the runner's duration_us
+    // also counts the wait for the probes collected before it.)
+    let took = r.json["inventory"]["secrets"]["elapsed_us"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        took < 1_500_000,
+        "the secrets probe took {took} us\n{}",
+        r.stderr
+    );
+    assert!(r.has("secret.file", "/ws/.env"), "{}", r.list());
+    assert!(
+        r.codes("secret.agent-socket").is_empty(),
+        "{:?}",
+        r.codes("secret.")
+    );
+    let r2 = t.run(&["--format", "json", "--workspace", "/ws2"]);
+    let roots = &r2.json["inventory"]["secrets"]["search"]["roots"];
+    let ws2 = roots
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["path"] == "/ws2")
+        .unwrap();
+    assert_eq!(
+        ws2["entries"], 0,
+        "the link out of the tree is not followed: {ws2}"
+    );
+    assert_no_leak(
+        &[("json", &r.stdout), ("stderr", &r.stderr)],
+        &[("env".into(), tok)],
+    );
+}

@@ -10,7 +10,7 @@ use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -35,7 +35,7 @@ impl Drop for Tree {
 }
 
 /// `files` empty files in a tree `fanout` wide per level.
-fn populate(base: &PathBuf, files: usize, fanout: usize) {
+fn populate(base: &Path, files: usize, fanout: usize) {
     let mut made = 0;
     let mut i = 0;
     while made < files {
@@ -80,6 +80,8 @@ fn measure(bin: &PathBuf, root: &PathBuf, uid: Option<u32>) -> Measured {
         cmd.uid(u).gid(u);
     }
     let started = Instant::now();
+    // Reaped by wait4(2) below, which also gives the child's own rusage.
+    #[allow(clippy::zombie_processes)]
     let mut child = cmd.spawn().unwrap();
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();

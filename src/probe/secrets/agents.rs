@@ -16,6 +16,9 @@ use crate::probe::sockets::connect_unix;
 
 /// One request and its answer; an agent answers at once.
 const QUERY_TIMEOUT: Duration = Duration::from_millis(600);
+/// A socket nothing says is an agent (a mounted one) gets less: it is
+/// more likely a display or a bus that never answers the request.
+const UNKNOWN_TIMEOUT: Duration = Duration::from_millis(300);
 /// How long an unknown socket is given to greet first, as Assuan servers do.
 const GREETING_WAIT: Duration = Duration::from_millis(150);
 const MAX_ANSWER: usize = 256 * 1024;
@@ -81,7 +84,12 @@ pub fn query(path: &Path, hint: Option<Protocol>, deadline: Instant) -> (AgentOu
             Err(_) => {}
         }
     }
-    ssh_identities(s, left(QUERY_TIMEOUT))
+    let t = if hint.is_some() {
+        QUERY_TIMEOUT
+    } else {
+        UNKNOWN_TIMEOUT
+    };
+    ssh_identities(s, left(t))
 }
 
 fn ssh_identities(mut s: UnixStream, timeout: Duration) -> (AgentOutcome, Answer) {

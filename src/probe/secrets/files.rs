@@ -477,6 +477,14 @@ impl<'a> Search<'a> {
             let hp = self.host.path(&dir);
             let meta = match std::fs::symlink_metadata(&hp) {
                 Ok(m) if m.is_dir() => m,
+                // A root that is a symlink (/workspaces/app -> /src/app) is
+                // followed, as long as it stays inside the probed tree.
+                Ok(m) if depth == 0 && m.file_type().is_symlink() => {
+                    match resolve_in_scope(&hp, self.host.root()) {
+                        Some((_, m)) if m.is_dir() => m,
+                        _ => continue,
+                    }
+                }
                 _ => continue,
             };
             if !self.visited.insert((meta.dev(), meta.ino())) {

@@ -844,9 +844,7 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
         out.push(fnd);
     }
     for h in &f.helpers {
-        let sev = if h.forwarded && h.exists != Some(false) {
-            None
-        } else if h.inline_secret {
+        let sev = if (h.forwarded && h.exists != Some(false)) || h.inline_secret {
             None
         } else if h.forwarded || matches!(h.kind.as_str(), "store" | "inline-shell" | "other") {
             Some(Severity::Medium)

@@ -540,7 +540,7 @@ mod tests {
                 f.path
             );
             assert!(
-                (f.check == Check::Contains) == !f.any.is_empty(),
+                (f.check == Check::Contains) != f.any.is_empty(),
                 "{}: `any` goes with check = contains",
                 f.path
             );

@@ -180,7 +180,16 @@ fn readme_table_lists_every_code_as_the_catalog_does() {
         assert_eq!(row[0], format!("`{}`", c.code));
         assert_eq!(row[1], c.severity.as_str(), "{}", c.code);
         assert!(row[2].starts_with(&format!("{} ", c.phase)), "{}", c.code);
-        assert_eq!(row[3], if c.control.is_empty() { "-" } else { c.control.as_str() }, "{}", c.code);
+        assert_eq!(
+            row[3],
+            if c.control.is_empty() {
+                "-"
+            } else {
+                c.control.as_str()
+            },
+            "{}",
+            c.code
+        );
         assert_eq!(row[4], c.title, "{}", c.code);
     }
 }

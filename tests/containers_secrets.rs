@@ -2,8 +2,8 @@
 //! credentials in variables, a host home mounted with real credential
 //! files (an ssh-keygen key among them), a real ssh-agent whose socket is
 //! mounted, a service-account JWT valid for a year and a shell history with
-//! a token. Every case runs selfprobe in both formats and searches JSON,
-//! text and stderr for every canary; the clean container reports none of it.
+//! a token. Every case runs selfprobe in every format and searches JSON,
+//! text, SARIF, JUnit and stderr for every canary; the clean container reports none of it.
 //!
 //! Needs what tests/containers.rs needs, plus openssh-client (ssh-keygen,
 //! ssh-agent, ssh-add) for the key and agent cases. Network rule: nothing
@@ -90,33 +90,39 @@ impl Canaries {
     }
 }
 
-/// The JSON run (checked by the caller) and the text run's stdout/stderr.
-fn probe_both(img: &str, flags: &[&str], args: &[&str]) -> (Run, String, String) {
+/// The JSON run (checked by the caller) and the stdout and stderr of a run
+/// in every other format.
+fn probe_all(img: &str, flags: &[&str], args: &[&str]) -> (Run, Vec<(String, String)>) {
     let r = probe(img, flags, args);
-    let name = unique("ctr");
-    let mut cmd = podman();
-    cmd.args(["run", "--rm", "--name", &name])
-        .args(flags)
-        .arg(img)
-        .args([IN_IMAGE, "--format", "text"])
-        .args(args);
-    let _shared = MACHINE.read().unwrap_or_else(|e| e.into_inner());
-    let out = run_bounded(cmd, RUN_TIMEOUT, Some(&name)).unwrap_or_else(|e| panic!("{e}"));
-    (r, out.stdout, out.stderr)
+    let mut outs = vec![
+        ("json".to_string(), serde_json::to_string(&r.json).unwrap()),
+        ("json stderr".to_string(), r.stderr.clone()),
+    ];
+    for format in ["text", "sarif", "junit"] {
+        let name = unique("ctr");
+        let mut cmd = podman();
+        cmd.args(["run", "--rm", "--name", &name])
+            .args(flags)
+            .arg(img)
+            .args([IN_IMAGE, "--format", format])
+            .args(args);
+        let _shared = MACHINE.read().unwrap_or_else(|e| e.into_inner());
+        let out = run_bounded(cmd, RUN_TIMEOUT, Some(&name)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            out.stdout.len() > 100,
+            "the {format} run produced no report: {}\n{}",
+            out.stdout,
+            out.stderr
+        );
+        outs.push((format.to_string(), out.stdout));
+        outs.push((format!("{format} stderr"), out.stderr));
+    }
+    (r, outs)
 }
 
-fn check_no_leak(c: &Canaries, r: &Run, text: &str, text_err: &str) {
-    let json = serde_json::to_string(&r.json).unwrap();
-    c.assert_absent(&[
-        ("json", &json),
-        ("json stderr", &r.stderr),
-        ("text", text),
-        ("text stderr", text_err),
-    ]);
-    assert!(
-        text.contains("Scorecard"),
-        "the text run produced a report: {text}\n{text_err}"
-    );
+fn check_no_leak(c: &Canaries, outs: &[(String, String)]) {
+    let o: Vec<(&str, &str)> = outs.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    c.assert_absent(&o);
 }
 
 fn score(r: &Run, control: &str) -> Value {
@@ -218,7 +224,7 @@ fn variables_holding_canary_tokens() {
         flags.push(format!("{k}={v}"));
     }
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let (r, text, text_err) = probe_both(img, &flags, &[]);
+    let (r, outs) = probe_all(img, &flags, &[]);
     let mut ck = r.check();
     for (k, rule) in [
         ("GITHUB_TOKEN", "value prefix ghp_"),
@@ -247,7 +253,7 @@ fn variables_holding_canary_tokens() {
     }
     lacks_common(&mut ck);
     ck.done();
-    check_no_leak(&c, &r, &text, &text_err);
+    check_no_leak(&c, &outs);
 }
 
 #[test]
@@ -314,7 +320,7 @@ fn host_home_with_credentials_and_history() {
         vol(&ws, "/workspace"),
     ];
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let (r, text, text_err) = probe_both(img, &flags, &["--workspace", "/workspace"]);
+    let (r, outs) = probe_all(img, &flags, &["--workspace", "/workspace"]);
     let mut ck = r.check();
     ck.exit(1);
     ck.evidence(
@@ -396,7 +402,7 @@ fn host_home_with_credentials_and_history() {
         ));
     }
     ck.done();
-    check_no_leak(&c, &r, &text, &text_err);
+    check_no_leak(&c, &outs);
     drop(home);
 }
 
@@ -473,7 +479,7 @@ fn forwarded_ssh_agent_offers_one_identity() {
         "SSH_AUTH_SOCK=/tmp/ssh-agent.sock".into(),
     ];
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let (r, text, text_err) = probe_both(img, &flags, &[]);
+    let (r, outs) = probe_all(img, &flags, &[]);
     let mut ck = r.check();
     let s = "/tmp/ssh-agent.sock";
     ck.exit(1)
@@ -499,7 +505,7 @@ fn forwarded_ssh_agent_offers_one_identity() {
         .probes_ok();
     lacks_common(&mut ck);
     ck.done();
-    check_no_leak(&c, &r, &text, &text_err);
+    check_no_leak(&c, &outs);
 
     // Mounted without the variable: found as a socket mount and asked.
     let flags = ["-v".to_string(), vol(&agent.sock, "/mnt/agent")];
@@ -550,7 +556,7 @@ fn service_account_token_valid_for_a_year() {
         ),
     ];
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let (r, text, text_err) = probe_both(img, &flags, &[]);
+    let (r, outs) = probe_all(img, &flags, &[]);
     let mut ck = r.check();
     let p = "/var/run/secrets/kubernetes.io/serviceaccount/token";
     ck.exit(1)
@@ -587,7 +593,7 @@ fn service_account_token_valid_for_a_year() {
     }
     lacks_common(&mut ck);
     ck.done();
-    check_no_leak(&c, &r, &text, &text_err);
+    check_no_leak(&c, &outs);
 
     // A policy that allows a year and a day: the same token passes.
     let pol = TempPath::dir("pol").unwrap();
@@ -623,7 +629,7 @@ fn shell_history_with_a_token() {
         format!("{}/h:/root/.zsh_history", dir.arg()),
     ];
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let (r, text, text_err) = probe_both(img, &flags, &[]);
+    let (r, outs) = probe_all(img, &flags, &[]);
     let mut ck = r.check();
     let p = "/root/.zsh_history";
     ck.exit(1)
@@ -645,7 +651,7 @@ fn shell_history_with_a_token() {
         .probes_ok();
     lacks_common(&mut ck);
     ck.done();
-    check_no_leak(&c, &r, &text, &text_err);
+    check_no_leak(&c, &outs);
 }
 
 #[test]

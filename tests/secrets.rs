@@ -3,7 +3,7 @@
 //! service-account token with the projected-volume symlinks, a history with
 //! a token, and hostile entries (a FIFO named id_rsa, symlink loops, a
 //! symlink out of scope, a 1 GiB sparse credentials file). Every output
-//! format and stderr is searched for every canary.
+//! format (JSON, text, SARIF, JUnit) and stderr is searched for every canary.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -635,18 +635,19 @@ fn finds_every_kind_and_leaks_nothing() {
     assert_eq!(sb["score"], 0);
 
     // Not one canary byte in any format or on stderr.
-    let text = t.run(&["--format", "text", "--workspace", "/workspace"]);
-    assert_eq!(text.code, 1);
-    assert!(text.stdout.contains("secret.agent-socket"));
-    assert_no_leak(
-        &[
-            ("json", &r.stdout),
-            ("json stderr", &r.stderr),
-            ("text", &text.stdout),
-            ("text stderr", &text.stderr),
-        ],
-        &l.canaries,
-    );
+    let mut outs = vec![
+        ("json".to_string(), r.stdout.clone()),
+        ("json stderr".to_string(), r.stderr.clone()),
+    ];
+    for format in ["text", "sarif", "junit"] {
+        let o = t.run(&["--format", format, "--workspace", "/workspace"]);
+        assert_eq!(o.code, 1, "{format}: {}", o.stderr);
+        assert!(o.stdout.contains("secret.agent-socket"), "{format}");
+        outs.push((format.to_string(), o.stdout));
+        outs.push((format!("{format} stderr"), o.stderr));
+    }
+    let outs: Vec<(&str, &str)> = outs.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    assert_no_leak(&outs, &l.canaries);
 }
 
 #[test]

@@ -9,6 +9,7 @@ pub mod namespaces;
 pub mod privilege;
 pub mod secrets;
 pub mod sockets;
+pub mod teardown;
 pub mod writable;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -142,6 +143,7 @@ pub struct Facts {
     pub sockets: Option<sockets::SocketFacts>,
     pub writable: Option<writable::WritableFacts>,
     pub secrets: Option<secrets::SecretFacts>,
+    pub teardown: Option<teardown::TeardownFacts>,
 }
 
 pub struct Collected {
@@ -193,9 +195,9 @@ fn take<T>(
     }
 }
 
-/// Runs phases 1 to 3 (network aside). Mounts come first because sockets,
-/// writability and secrets look inside the host mounts; the rest run side
-/// by side.
+/// Runs the probes. Mounts come first because sockets, writability,
+/// secrets and teardown look inside the host mounts; the rest run side by
+/// side.
 pub fn run(ctx: Arc<Context>) -> Collected {
     let mut records = Vec::new();
     let mut findings = Vec::new();
@@ -255,6 +257,12 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         Ok(secrets::collect(&c.host, mf.as_deref(), ws, inner))
     });
 
+    let c = ctx.clone();
+    let mf = mount_facts.clone();
+    let teardown = spawn("teardown", 6, budget(&ctx), move || {
+        teardown::collect(&c.host, mf.as_deref())
+    });
+
     let mut facts = Facts {
         privilege: take(
             privilege.wait(&mut records),
@@ -298,6 +306,13 @@ pub fn run(ctx: Arc<Context>) -> Collected {
             &mut findings,
             &mut panicked,
         ),
+        teardown: take(
+            teardown.wait(&mut records),
+            "teardown",
+            6,
+            &mut findings,
+            &mut panicked,
+        ),
         mounts: None,
     };
 
@@ -327,6 +342,9 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     }
     if let Some(s) = &facts.secrets {
         findings.extend(secrets::evaluate(s, &ctx.policy, ctx.host.started()));
+    }
+    if let Some(t) = &facts.teardown {
+        findings.extend(teardown::evaluate(t, &ctx.run_id));
     }
     if let Some(p) = &facts.privilege {
         let sig = privilege::PrivilegedSignals {

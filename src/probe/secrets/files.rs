@@ -903,12 +903,18 @@ pub fn private_key(head: &[u8]) -> Option<(String, Option<bool>)> {
 /// openssh-key-v1: the magic, then the cipher name ("none" when there is
 /// no passphrase), all in the first hundred base64 characters.
 fn openssh_encrypted(body: &str) -> Option<bool> {
-    let b64: String = body
-        .chars()
-        .filter(|c| !c.is_whitespace())
+    // ASCII only: a byte-indexed slice of anything else could panic, and a
+    // panic message quotes the string it was slicing.
+    let mut b64: Vec<u8> = body
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace())
         .take(96)
         .collect();
-    let bytes = tokens::b64_decode(&b64[..b64.len() - b64.len() % 4])?;
+    if !b64.is_ascii() {
+        return None;
+    }
+    b64.truncate(b64.len() - b64.len() % 4);
+    let bytes = tokens::b64_decode(std::str::from_utf8(&b64).ok()?)?;
     let rest = bytes.strip_prefix(b"openssh-key-v1\0")?;
     let n = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
     let cipher = rest.get(4..4 + n)?;

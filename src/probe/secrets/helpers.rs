@@ -77,12 +77,19 @@ pub fn url_host(u: &str) -> String {
     short(host, 96)
 }
 
+/// The base name of a program, or "" when the word is not a plain program
+/// name: a helper's command line can hold a token, and a word that is not
+/// a path or a bare name may be one.
 fn base_name(p: &str) -> String {
     let b = p.rsplit('/').next().unwrap_or(p);
-    b.chars()
-        .filter(|c| c.is_ascii_alphanumeric() || "._-".contains(*c))
-        .take(48)
-        .collect()
+    let plain = !b.is_empty()
+        && b.len() <= 48
+        && b.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    if !plain || env_secrets().value_rule(b).is_some() {
+        return String::new();
+    }
+    b.to_string()
 }
 
 /// Classifies a credential.helper value: kind, forwarded, program.
@@ -96,7 +103,7 @@ pub fn classify(value: &str) -> (String, bool, Option<String>) {
     // name the first word that is a path, else the first word.
     let first = if inline {
         cmd.split_whitespace()
-            .find(|w| w.contains('/'))
+            .find(|w| w.starts_with('/'))
             .unwrap_or(first)
     } else {
         first
@@ -302,6 +309,15 @@ mod tests {
         assert_eq!(
             classify("cache --timeout 60").2.as_deref(),
             Some("git-credential-cache")
+        );
+        // A word holding a secret is never taken for the program's name.
+        let aws = "!f() { printf 'password=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzzKEY'; }; f";
+        assert_eq!(classify(aws).2, None);
+        let tok = format!("!ghp_{}", "Ab1".repeat(12));
+        assert_eq!(classify(&tok).2, None);
+        assert_eq!(
+            classify("!/usr/local/bin/relay --x").2.as_deref(),
+            Some("relay")
         );
     }
 

@@ -918,7 +918,7 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
                 .with("max_token_ttl_s", max_s)
                 .with("max_token_ttl_source", max_source);
             if let (Some(e), Some(i)) = (t.exp, t.iat) {
-                f = f.with("lifetime_s", e - i);
+                f = f.with("lifetime_s", e.saturating_sub(i));
             }
             if let Some(e) = t.exp.and_then(rfc3339_secs) {
                 f = f.with("expires", e);
@@ -947,12 +947,12 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
                         "{}: a {} token{scope} that expired {} ago",
                         t.source,
                         t.kind,
-                        tokens::human(now_s - e)
+                        tokens::human(now_s.saturating_sub(e))
                     ),
                 ))
-                .with("expired_s_ago", now_s - e),
+                .with("expired_s_ago", now_s.saturating_sub(e)),
             ),
-            Some(e) if e - now_s > max_s => out.push(
+            Some(e) if e.saturating_sub(now_s) > max_s => out.push(
                 base(Finding::new(
                     "secret.token-long-lived",
                     &t.source,
@@ -960,13 +960,13 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
                         "{}: a {} token{scope} valid for another {}, longer than max_token_ttl {} ({})",
                         t.source,
                         t.kind,
-                        tokens::human(e - now_s),
+                        tokens::human(e.saturating_sub(now_s)),
                         tokens::human(max_s),
                         max_source
                     ),
                 ))
-                .with("ttl_s", e - now_s)
-                .with("ttl", tokens::human(e - now_s)),
+                .with("ttl_s", e.saturating_sub(now_s))
+                .with("ttl", tokens::human(e.saturating_sub(now_s))),
             ),
             Some(_) => {}
         }

@@ -165,7 +165,7 @@ pub fn from_kube_config(text: &str, path: &str) -> Vec<Token> {
 
 /// "365d 0h", "7h 59m", "42s".
 pub fn human(secs: i64) -> String {
-    let s = secs.abs();
+    let s = secs.unsigned_abs();
     let (d, h, m) = (s / 86_400, (s / 3600) % 24, (s / 60) % 60);
     if d > 0 {
         format!("{d}d {h}h")

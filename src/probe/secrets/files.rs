@@ -748,10 +748,17 @@ impl<'a> Search<'a> {
             shell: credentials().history[i].shell.clone(),
             size: meta.len(),
             owner_uid: meta.uid(),
+            owner: self.passwd.name_of(meta.uid()),
             readable: false,
             mount,
             mount_class,
             persistent,
+            retention: match persistent {
+                Some(true) => "persistent",
+                Some(false) => "ephemeral",
+                None => "unknown",
+            },
+            sensitivity: "internal",
             ..History::default()
         };
         if readable(real) {
@@ -763,6 +770,9 @@ impl<'a> Search<'a> {
                 h.secret_lines = n.secret_lines;
                 h.kinds = n.kinds;
                 h.truncated = n.truncated;
+                if h.secret_lines > 0 {
+                    h.sensitivity = "secret";
+                }
             }
         }
         out.histories.push(h);

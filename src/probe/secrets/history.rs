@@ -22,6 +22,8 @@ pub struct History {
     pub shell: String,
     pub size: u64,
     pub owner_uid: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
     pub readable: bool,
     pub lines: usize,
     pub secret_lines: usize,
@@ -35,6 +37,10 @@ pub struct History {
     pub mount_class: Option<crate::probe::mounts::MountClass>,
     /// On a host bind or a volume: survives the container.
     pub persistent: Option<bool>,
+    /// persistent, ephemeral (the container's own layer or a tmpfs) or unknown.
+    pub retention: &'static str,
+    /// secret when it holds secret-looking lines, else internal.
+    pub sensitivity: &'static str,
 }
 
 #[derive(Debug, Default)]

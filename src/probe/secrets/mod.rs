@@ -999,22 +999,6 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
         let mut fnd = with_all(
             Finding::new("artifact.shell-history", &h.path, msg),
             json(h),
-        )
-        .with(
-            "retention",
-            if persistent {
-                "persistent"
-            } else {
-                "ephemeral"
-            },
-        )
-        .with(
-            "sensitivity",
-            if h.secret_lines > 0 {
-                "secret"
-            } else {
-                "internal"
-            },
         );
         if let Some(s) = sev {
             fnd = fnd.severity(s);
@@ -1061,4 +1045,73 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parsers of hostile text never panic: a panic message would quote
+    /// the text, and the text is a credential file.
+    #[test]
+    fn parsers_survive_hostile_bytes() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let pieces: &[&[u8]] = &[
+            b"-----BEGIN ",
+            b"OPENSSH PRIVATE KEY-----\n",
+            b"PRIVATE KEY-----",
+            "é€😀".as_bytes(),
+            b"\xff\xfe",
+            b"://u:p@h/",
+            b"[s]\n",
+            b"=",
+            b"\n",
+            b"token: eyJ",
+            b".",
+            b"_authToken=",
+            b"{\"auths\":{\"a\":{\"auth\":\"x\"}}}",
+            b"machine ",
+            b"b3BlbnNzaC1rZXktdjEA",
+            b"PuTTY-User-Key-File-2\nEncryption: ",
+            b"credential",
+            b"helper = !",
+        ];
+        let cat = rules::credentials();
+        for _ in 0..3000 {
+            let mut buf = Vec::new();
+            for _ in 0..(next() % 12) {
+                buf.extend_from_slice(pieces[(next() % pieces.len() as u64) as usize]);
+            }
+            let text = String::from_utf8_lossy(&buf);
+            for r in &cat.file {
+                let _ = files::confirm(r, &buf, buf.len() as u64, "/p");
+            }
+            let _ = files::private_key(&buf);
+            let _ = tokens::decode_jwt(&text, "s", "k");
+            let _ = tokens::from_kube_config(&text, "/k");
+            let _ = agents::parse_identities(&buf);
+            let _ = helpers::git_config_helpers(&text);
+            let _ = helpers::classify(&text);
+            let _ = Passwd::parse(&text);
+            let _ = rules::env_secrets().line_hit(&text);
+            let _ = rules::env_secrets().classify("X_TOKEN", &text);
+        }
+    }
+
+    #[test]
+    fn passwd_homes() {
+        let p = Passwd::parse(
+            "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/usr/sbin/nologin\nwww:x:33:33::/var/www:/usr/sbin/nologin\npg:x:70:70::/var/lib/postgresql:/bin/bash\nalice:x:1000:1000::/home/alice:/usr/sbin/nologin\nnobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\nbad line\n",
+        );
+        let h: Vec<&str> = p.homes().collect();
+        assert_eq!(h, vec!["/root", "/var/lib/postgresql", "/home/alice"]);
+        assert_eq!(p.name_of(1000).as_deref(), Some("alice"));
+        assert_eq!(p.name_of(4), None);
+    }
 }

@@ -652,6 +652,44 @@ mod tests {
     }
 
     #[test]
+    fn a_pipe_that_never_closes_times_out() {
+        let (r, w) = nix::unistd::pipe().unwrap();
+        nix::unistd::write(&w, b"-----BEGIN").unwrap();
+        let t = Instant::now();
+        let e = read_bounded(r.as_fd(), Duration::from_millis(200)).unwrap_err();
+        assert!(e.contains("no end of input"), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(5));
+        drop(w);
+        // Closed after the data: read to EOF.
+        let (r, w) = nix::unistd::pipe().unwrap();
+        nix::unistd::write(&w, b"key").unwrap();
+        drop(w);
+        assert_eq!(
+            read_bounded(r.as_fd(), Duration::from_secs(5))
+                .unwrap()
+                .as_slice(),
+            b"key"
+        );
+    }
+
+    #[test]
+    fn oversized_input_is_refused() {
+        let (r, w) = nix::unistd::pipe().unwrap();
+        let writer = std::thread::spawn(move || {
+            let chunk = [b'A'; 4096];
+            for _ in 0..20 {
+                if nix::unistd::write(&w, &chunk).is_err() {
+                    break;
+                }
+            }
+        });
+        let e = read_bounded(r.as_fd(), Duration::from_secs(5)).unwrap_err();
+        assert!(e.contains("more than 64 KiB"), "{e}");
+        drop(r);
+        writer.join().unwrap();
+    }
+
+    #[test]
     fn ephemeral_keys_differ() {
         let a = Signer::ephemeral().unwrap();
         let b = Signer::ephemeral().unwrap();

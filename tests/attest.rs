@@ -22,9 +22,13 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use base64ct::{Base64, Base64Url, Encoding};
+use base64ct::{Base64, Encoding};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+mod common;
+
+use common::keys::{assert_no_leak, hex, leak_patterns};
 
 const BIN: &str = env!("CARGO_BIN_EXE_selfprobe");
 
@@ -136,69 +140,6 @@ fn pem_key(t: &Tmp, name: &str) -> PathBuf {
         .args(["genpkey", "-algorithm", "ed25519", "-out"])
         .arg(&p));
     p
-}
-
-/// The 32-byte seed of either kind of key, read without selfprobe's code.
-fn seed_of(key: &Path) -> [u8; 32] {
-    let text = fs::read_to_string(key).unwrap();
-    if text.contains("OPENSSH PRIVATE KEY") {
-        let k = ssh_key::PrivateKey::from_openssh(&text).unwrap();
-        let kp = k.key_data().ed25519().unwrap();
-        kp.private.to_bytes()
-    } else {
-        let (_, der) = pkcs8::der::pem::decode_vec(text.as_bytes()).unwrap();
-        // openssl writes PKCS#8 v1 for Ed25519: a 16-byte header, then the seed.
-        assert_eq!(der.len(), 48, "unexpected PKCS#8 layout");
-        der[16..].try_into().unwrap()
-    }
-}
-
-/// Every form in which the key could leak: raw, hex, base64 at each byte
-/// alignment (so it is found inside any larger base64 blob, as in a PEM or
-/// OpenSSH file), and each body line of the key file itself.
-fn leak_patterns(key: &Path) -> Vec<(String, Vec<u8>)> {
-    let seed = seed_of(key);
-    let mut pats = vec![
-        ("raw seed".to_string(), seed.to_vec()),
-        ("hex seed".into(), hex(&seed).into_bytes()),
-        ("HEX seed".into(), hex(&seed).to_uppercase().into_bytes()),
-    ];
-    for k in 0..3 {
-        let n = (32 - k) / 3 * 3;
-        let part = &seed[k..k + n];
-        pats.push((
-            format!("base64 seed @{k}"),
-            Base64::encode_string(part).into_bytes(),
-        ));
-        pats.push((
-            format!("base64url seed @{k}"),
-            Base64Url::encode_string(part).into_bytes(),
-        ));
-    }
-    let text = fs::read_to_string(key).unwrap();
-    for line in text
-        .lines()
-        .filter(|l| !l.starts_with("-----") && l.len() >= 16)
-    {
-        pats.push((
-            format!("key file line {line:.8}…"),
-            line.as_bytes().to_vec(),
-        ));
-    }
-    pats
-}
-
-fn assert_no_leak(what: &str, hay: &[u8], pats: &[(String, Vec<u8>)]) {
-    for (name, p) in pats {
-        assert!(
-            !hay.windows(p.len()).any(|w| w == p.as_slice()),
-            "{what} contains the private key ({name})"
-        );
-    }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// A signed run on an empty --root: -o report, --attest, --sshsig.
@@ -658,6 +599,7 @@ fn verify_accepts_and_prints_what_was_attested() {
             st["predicate"]["run"]["started"].as_str().unwrap(),
             st["predicate"]["run"]["finished"].as_str().unwrap(),
             "abc (matches --nonce)",
+            "(--root), not the live system",
         ] {
             assert!(out.contains(want), "missing {want:?} in:\n{out}");
         }
@@ -1045,6 +987,65 @@ fn run_usage_errors_exit_2() {
         assert_eq!(o.status.code(), Some(2), "{args:?}");
         assert!(text(&o).contains(want), "{args:?}: {}", text(&o));
     }
+    // An attestation that cannot be written is a probe failure (exit 3).
+    let o = Command::new(BIN)
+        .args(["--root", &root, "--fail-on", "none", "--format", "json"])
+        .args(["--sign-key", k, "--attest", "/nonexistent/dir/a.json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(text(&o).contains("--attest: cannot write /nonexistent/dir/a.json"));
+    // The options are documented.
+    let help = String::from_utf8(Command::new(BIN).arg("--help").output().unwrap().stdout).unwrap();
+    for flag in [
+        "--attest",
+        "--sshsig",
+        "--sign-key",
+        "--sign-key-fd",
+        "--nonce",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from --help");
+    }
+    for sub in ["verify", "pubkey"] {
+        let o = Command::new(BIN).args([sub, "--help"]).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{sub} --help");
+    }
+}
+
+#[test]
+fn the_text_report_says_how_it_was_signed() {
+    if !tools("the_text_report_says_how_it_was_signed") {
+        return;
+    }
+    let t = Tmp::new("textsig");
+    let key = pem_key(&t, "k.pem");
+    let s = signed_run(
+        &t,
+        "text",
+        &["--sign-key", key.to_str().unwrap()],
+        &["--nonce", "n-7"],
+    );
+    ok(&s);
+    let report = fs::read_to_string(&s.report).unwrap();
+    let keyid = pubkey(&key).2;
+    assert!(
+        report.contains(&format!(
+            "signed (dsse, sshsig) keyid {keyid}  key from file\n"
+        )),
+        "{report}"
+    );
+    assert!(report.contains("\nnonce n-7\n"), "{report}");
+    let s = signed_run(&t, "text", &[], &[]);
+    ok(&s);
+    assert!(fs::read_to_string(&s.report)
+        .unwrap()
+        .contains("ephemeral key: shows integrity, not who signed"));
+    // Unsigned runs say nothing about signing.
+    let o = Command::new(BIN)
+        .args(["--root", &t.s("root"), "--fail-on", "none"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("signed ("));
 }
 
 #[test]

@@ -337,6 +337,14 @@ fn check_attested(v: &mut Verdict, p: &Value, nonce: Option<&str>, keyid: &str) 
             "the key was ephemeral (made for this run): the signature shows the report was not changed after signing, not who made it".into(),
         );
     }
+    if let Some(root) = p.pointer("/run/root").and_then(Value::as_str) {
+        if root != "/" {
+            v.notes.push(format!(
+                "the run probed the directory tree {} (--root), not the live system it ran on",
+                shown(root)
+            ));
+        }
+    }
     let got = p.pointer("/run/nonce").and_then(Value::as_str);
     match (nonce, got) {
         (Some(want), Some(got)) if want == got => {

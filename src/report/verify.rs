@@ -100,6 +100,7 @@ fn render_attested(o: &mut String, p: &Value, nonce_checked: bool) {
         s(p, "/signing/key_source"),
         if eph { "  EPHEMERAL" } else { "" }
     );
+    let _ = writeln!(o, "  root       {}", s(p, "/run/root"));
     let _ = writeln!(o, "  workspace  {}", s(p, "/run/workspace"));
     let _ = writeln!(o, "  policy     {}", s(p, "/run/policy"));
     let by_sev = p
@@ -114,10 +115,20 @@ fn render_attested(o: &mut String, p: &Value, nonce_checked: bool) {
         .unwrap_or_default();
     let _ = writeln!(
         o,
+        "  scorecard  {}/{} ({} controls assessed)",
+        s(p, "/scorecard/total"),
+        s(p, "/scorecard/max"),
+        s(p, "/scorecard/assessed")
+    );
+    let _ = writeln!(
+        o,
         "  findings   {} ({by_sev}); {} at or above fail-on {}; exit code {}",
         s(p, "/summary/total"),
         s(p, "/summary/gating"),
-        s(p, "/run/fail_on"),
+        match p.pointer("/run/fail_on") {
+            Some(Value::String(f)) => sanitize(f),
+            _ => "none".into(),
+        },
         s(p, "/summary/exit_code"),
     );
     if let Some(fs) = p.pointer("/findings").and_then(Value::as_array) {
@@ -132,13 +143,6 @@ fn render_attested(o: &mut String, p: &Value, nonce_checked: bool) {
             );
         }
     }
-    let _ = writeln!(
-        o,
-        "  scorecard  {}/{} ({} controls assessed)",
-        s(p, "/scorecard/total"),
-        s(p, "/scorecard/max"),
-        s(p, "/scorecard/assessed")
-    );
 }
 
 /// `selfprobe pubkey`: the SPKI PEM (for openssl and `verify --pubkey`),

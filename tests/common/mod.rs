@@ -1,1 +1,2 @@
+pub mod keys;
 pub mod podman;

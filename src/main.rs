@@ -8,7 +8,7 @@ use clap::Parser;
 use zeroize::Zeroizing;
 
 use selfprobe::attest::{self, keys, verify, SigningInfo};
-use selfprobe::cli::{Cli, Command, Format, PubkeyArgs, RunArgs, VerifyArgs};
+use selfprobe::cli::{CanaryAction, Cli, Command, Format, PubkeyArgs, RunArgs, VerifyArgs};
 use selfprobe::host::{self, Cleanup};
 use selfprobe::report::{self, EXIT_FINDINGS, EXIT_PROBE_FAILED, EXIT_USAGE};
 
@@ -39,9 +39,59 @@ fn main() -> ExitCode {
         Some(Command::Verify(args)) => verify(args),
         Some(Command::Pubkey(args)) => pubkey(args, env_key),
         Some(Command::Run(args)) => run(args, env_key),
+        Some(Command::Canary {
+            action: CanaryAction::Plant(args),
+        }) => plant(args),
         None => run(cli.run, env_key),
     };
     ExitCode::from(code as u8)
+}
+
+fn write_out(output: Option<&std::path::Path>, text: &str) -> Result<(), String> {
+    match output {
+        Some(path) => std::fs::write(path, text.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", path.display())),
+        None => std::io::stdout()
+            .lock()
+            .write_all(text.as_bytes())
+            .map_err(|e| format!("cannot write the report to standard output: {e}")),
+    }
+}
+
+fn plant(args: RunArgs) -> i32 {
+    let cfg = match args.resolve() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("selfprobe: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    if cfg.attest.is_some() || cfg.sshsig.is_some() {
+        eprintln!("selfprobe: canary plant signs nothing: expected no --attest or --sshsig");
+        return EXIT_USAGE;
+    }
+    let cleanup = Arc::new(Cleanup::default());
+    if let Err(e) = host::remove_on_signal(cleanup.clone()) {
+        eprintln!("selfprobe: {e}");
+        return EXIT_PROBE_FAILED;
+    }
+    let (format, output) = (cfg.format, cfg.output.clone());
+    let rep = match selfprobe::run::plant(cfg, cleanup) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("selfprobe: canary plant: {e}");
+            return EXIT_PROBE_FAILED;
+        }
+    };
+    let text = match format {
+        Format::Json => report::plant::json(&rep),
+        _ => report::plant::text(&rep),
+    };
+    if let Err(e) = write_out(output.as_deref(), &text) {
+        eprintln!("selfprobe: {e}");
+        return EXIT_PROBE_FAILED;
+    }
+    0
 }
 
 fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> i32 {
@@ -98,6 +148,8 @@ fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> i32 {
     let text = match format {
         Format::Text => report::text::render(&report, color),
         Format::Json => report::json::render(&report),
+        Format::Sarif => report::sarif::render(&report),
+        Format::Junit => report::junit::render(&report),
     };
     let written = match &output {
         Some(path) => std::fs::write(path, text.as_bytes())

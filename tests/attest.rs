@@ -1059,7 +1059,7 @@ fn the_private_key_appears_in_no_output() {
         let pats = leak_patterns(key);
         let key_bytes = fs::read(key).unwrap();
         let mut outputs: Vec<(String, Vec<u8>)> = Vec::new();
-        for format in ["text", "json"] {
+        for format in ["text", "json", "sarif", "junit"] {
             for source in ["file", "fd", "env"] {
                 let s = match source {
                     "file" => signed_run(

@@ -8,6 +8,7 @@ pub mod mounts;
 pub mod namespaces;
 pub mod privilege;
 pub mod sockets;
+pub mod teardown;
 pub mod writable;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -140,6 +141,7 @@ pub struct Facts {
     pub devices: Option<devices::DeviceFacts>,
     pub sockets: Option<sockets::SocketFacts>,
     pub writable: Option<writable::WritableFacts>,
+    pub teardown: Option<teardown::TeardownFacts>,
 }
 
 pub struct Collected {
@@ -240,6 +242,12 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         Ok(writable::collect(&c.host, mf.as_deref(), wt))
     });
 
+    let c = ctx.clone();
+    let mf = mount_facts.clone();
+    let teardown = spawn("teardown", 6, budget(&ctx), move || {
+        teardown::collect(&c.host, mf.as_deref())
+    });
+
     let mut facts = Facts {
         privilege: take(
             privilege.wait(&mut records),
@@ -276,6 +284,13 @@ pub fn run(ctx: Arc<Context>) -> Collected {
             &mut findings,
             &mut panicked,
         ),
+        teardown: take(
+            teardown.wait(&mut records),
+            "teardown",
+            6,
+            &mut findings,
+            &mut panicked,
+        ),
         mounts: None,
     };
 
@@ -302,6 +317,9 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     }
     if let Some(w) = &facts.writable {
         findings.extend(writable::evaluate(w));
+    }
+    if let Some(t) = &facts.teardown {
+        findings.extend(teardown::evaluate(t, &ctx.run_id));
     }
     if let Some(p) = &facts.privilege {
         let sig = privilege::PrivilegedSignals {

@@ -917,6 +917,23 @@ fn key_from_fd_and_env_and_file_sign_with_the_same_key() {
     assert_eq!(id(&s)["key_source"], "env");
     assert_eq!(id(&s)["ephemeral"], false);
 
+    // A pipe given as the file (as with `--sign-key <(vault read …)`): the
+    // writer comes after selfprobe has started.
+    let fifo = t.p("key.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let writer = {
+        let (fifo, bytes) = (fifo.clone(), key_bytes.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            fs::write(&fifo, bytes).unwrap();
+        })
+    };
+    let s = signed_run(&t, "json", &["--sign-key", fifo.to_str().unwrap()], &[]);
+    writer.join().unwrap();
+    ok(&s);
+    assert_eq!(id(&s)["keyid"], keyid.as_str());
+    assert_eq!(id(&s)["key_source"], "file");
+
     // Mistakes with sources are usage errors.
     for (args, env, want) in [
         (vec!["--sign-key-fd", "57"], false, "fd 57 is not open"),

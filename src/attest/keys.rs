@@ -10,7 +10,7 @@
 use std::fmt;
 use std::io::Read;
 use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::fs::FileTypeExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -256,7 +256,13 @@ fn read_source(source: &KeySource) -> Result<Zeroizing<Vec<u8>>, KeyError> {
                         .into(),
                 ));
             }
-            let f = std::fs::File::open(path).map_err(|e| err(format!("cannot read it: {e}")))?;
+            // Non-blocking open: a FIFO with no writer must not hang here;
+            // read_bounded then waits for it within the deadline.
+            let f = std::fs::File::options()
+                .read(true)
+                .custom_flags(nix::libc::O_NONBLOCK)
+                .open(path)
+                .map_err(|e| err(format!("cannot read it: {e}")))?;
             read_bounded(OwnedFd::from(f).as_fd(), KEY_READ_TIMEOUT).map_err(err)
         }
         KeySource::Fd(n) => {

@@ -41,7 +41,7 @@ fn main() -> ExitCode {
         Some(Command::Run(args)) => run(args, env_key),
         Some(Command::Canary {
             action: CanaryAction::Plant(args),
-        }) => plant(args),
+        }) => plant(args, env_key),
         None => run(cli.run, env_key),
     };
     ExitCode::from(code as u8)
@@ -58,7 +58,7 @@ fn write_out(output: Option<&std::path::Path>, text: &str) -> Result<(), String>
     }
 }
 
-fn plant(args: RunArgs) -> i32 {
+fn plant(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> i32 {
     let cfg = match args.resolve() {
         Ok(c) => c,
         Err(e) => {
@@ -67,16 +67,27 @@ fn plant(args: RunArgs) -> i32 {
         }
     };
     if cfg.attest.is_some() || cfg.sshsig.is_some() {
-        eprintln!("selfprobe: canary plant signs nothing: expected no --attest or --sshsig");
+        eprintln!("selfprobe: canary plant writes canaries, not reports: expected no --attest or --sshsig (the canaries are signed with --sign-key, --sign-key-fd or an ephemeral key)");
         return EXIT_USAGE;
     }
+    // Canaries are always signed: with the key given, else an ephemeral one.
+    let signer = match keys::load(cfg.key_source.as_ref(), env_key).and_then(|k| match k {
+        Some(k) => Ok(k),
+        None => keys::Signer::ephemeral(),
+    }) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("selfprobe: {e}");
+            return EXIT_USAGE;
+        }
+    };
     let cleanup = Arc::new(Cleanup::default());
     if let Err(e) = host::remove_on_signal(cleanup.clone()) {
         eprintln!("selfprobe: {e}");
         return EXIT_PROBE_FAILED;
     }
     let (format, output) = (cfg.format, cfg.output.clone());
-    let rep = match selfprobe::run::plant(cfg, cleanup) {
+    let rep = match selfprobe::run::plant(cfg, cleanup, &signer) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("selfprobe: canary plant: {e}");

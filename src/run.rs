@@ -80,11 +80,12 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
 pub fn plant(
     cfg: Config,
     cleanup: Arc<Cleanup>,
+    signer: &crate::attest::keys::Signer,
 ) -> Result<crate::probe::teardown::PlantReport, String> {
     let run_id = host::run_id();
     let host = Host::new(cfg.root.clone(), cfg.timeout);
     let mut mounts = crate::probe::mounts::collect(&host, cfg.workspace.clone())?;
     crate::probe::mounts::apply_policy(&mut mounts, &cfg.policy);
-    let rep = crate::probe::teardown::plant(&host, &mounts, &run_id, &cleanup);
+    let rep = crate::probe::teardown::plant(&host, &mounts, &run_id, &cleanup, signer);
     Ok(rep)
 }

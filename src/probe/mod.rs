@@ -3,11 +3,15 @@
 //! runs on its own thread with a deadline, so a hung mount, a FIFO or a
 //! socket that never answers costs at most that probe, never the run.
 
+pub mod artifacts;
 pub mod devices;
 pub mod mounts;
 pub mod namespaces;
+pub mod place;
 pub mod privilege;
+pub mod repro;
 pub mod sockets;
+pub mod tools;
 pub mod writable;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -140,6 +144,10 @@ pub struct Facts {
     pub devices: Option<devices::DeviceFacts>,
     pub sockets: Option<sockets::SocketFacts>,
     pub writable: Option<writable::WritableFacts>,
+    pub repro: Option<repro::ReproFacts>,
+    pub caches: Option<artifacts::CacheFacts>,
+    pub browsers: Option<artifacts::BrowserFacts>,
+    pub artifacts: Option<artifacts::ArtifactFacts>,
 }
 
 pub struct Collected {
@@ -191,8 +199,9 @@ fn take<T>(
     }
 }
 
-/// Runs phases 1 and 2. Mounts come first because sockets and writability
-/// look inside the host mounts; the rest run side by side.
+/// Runs phases 1, 2, 4 and 5. Mounts come first because sockets,
+/// writability, caches, profiles and artifacts look inside the host mounts;
+/// the rest run side by side.
 pub fn run(ctx: Arc<Context>) -> Collected {
     let mut records = Vec::new();
     let mut findings = Vec::new();
@@ -240,6 +249,29 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         Ok(writable::collect(&c.host, mf.as_deref(), wt))
     });
 
+    // Phases 4 and 5 need the mount table (which mount holds a cache, a
+    // profile or an artifact) and stop their own work a little before the
+    // runner gives up on them, so a big tree yields a truncated answer.
+    let inner = |d: Instant| d.checked_sub(Duration::from_millis(300)).unwrap_or(d);
+    let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
+    let repro = spawn("repro", 4, d, move || {
+        let ws = c.workspace.as_ref().map(|w| w.0.as_path());
+        repro::collect(&c.host, mf.as_deref(), ws, inner(d))
+    });
+    let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
+    let caches = spawn("caches", 5, d, move || {
+        let ws = c.workspace.as_ref().map(|w| w.0.as_path());
+        artifacts::collect_caches(&c.host, mf.as_deref(), ws, inner(d))
+    });
+    let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
+    let browsers = spawn("browsers", 5, d, move || {
+        artifacts::collect_browsers(&c.host, mf.as_deref(), inner(d))
+    });
+    let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
+    let persistent = spawn("artifacts", 5, d, move || {
+        artifacts::collect_artifacts(&c.host, mf.as_deref(), inner(d))
+    });
+
     let mut facts = Facts {
         privilege: take(
             privilege.wait(&mut records),
@@ -277,7 +309,51 @@ pub fn run(ctx: Arc<Context>) -> Collected {
             &mut panicked,
         ),
         mounts: None,
+        repro: None,
+        caches: None,
+        browsers: None,
+        artifacts: None,
     };
+    facts.repro = take(
+        repro.wait(&mut records),
+        "repro",
+        4,
+        &mut findings,
+        &mut panicked,
+    );
+    facts.caches = take(
+        caches.wait(&mut records),
+        "caches",
+        5,
+        &mut findings,
+        &mut panicked,
+    );
+    facts.browsers = take(
+        browsers.wait(&mut records),
+        "browsers",
+        5,
+        &mut findings,
+        &mut panicked,
+    );
+    facts.artifacts = take(
+        persistent.wait(&mut records),
+        "artifacts",
+        5,
+        &mut findings,
+        &mut panicked,
+    );
+    if let Some(r) = &facts.repro {
+        findings.extend(repro::evaluate(r));
+    }
+    if let Some(c) = &facts.caches {
+        findings.extend(artifacts::evaluate_caches(c));
+    }
+    if let Some(b) = &facts.browsers {
+        findings.extend(artifacts::evaluate_browsers(b));
+    }
+    if let Some(a) = &facts.artifacts {
+        findings.extend(artifacts::evaluate_artifacts(a));
+    }
 
     if let Some(m) = &mount_facts {
         findings.extend(mounts::evaluate(m));

@@ -837,3 +837,39 @@ fn walks_are_bounded_and_prune_dependency_trees() {
     assert!(!r.has("repro.no-lockfile", "/workspace/package.json"));
     assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
 }
+
+#[test]
+fn a_walk_that_runs_out_of_budget_says_so() {
+    let f = Fixture::new(
+        "truncated",
+        &mountinfo(
+            true,
+            &[&host_bind(201, "/home/alice/src/big", "/workspace", false)],
+        ),
+    );
+    // 52,000 entries outside any pruned directory: more than the repro
+    // walk's 50,000, fewer than the artifact walk's 200,000.
+    for d in 0..52 {
+        let dir = f.path(&format!("workspace/src/m{d}"));
+        fs::create_dir_all(&dir).unwrap();
+        for i in 0..1000 {
+            fs::write(dir.join(format!("f{i}.rs")), "").unwrap();
+        }
+    }
+    let started = Instant::now();
+    let r = f.run(&["--workspace", "/workspace"], &[]);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    r.probe_ok("repro");
+    let i = r.find("probe.incomplete", "repro:workspace");
+    assert_eq!(i["status"], "unknown");
+    assert!(
+        i["evidence"]["reason"].as_str().unwrap().contains("50000"),
+        "{i}"
+    );
+    assert!(r.json["inventory"]["repro"]["walk_truncated"].is_string());
+    let walks = r.json["inventory"]["artifacts"]["walks"]
+        .as_array()
+        .unwrap();
+    assert!(walks.iter().all(|w| w["truncated"].is_null()), "{walks:?}");
+    assert!(!r.has("probe.incomplete", "artifacts:/workspace"));
+}

@@ -1265,17 +1265,21 @@ pub fn evaluate_artifacts(f: &ArtifactFacts) -> Vec<Finding> {
     }
     for w in &f.walks {
         if let Some(why) = &w.truncated {
-            let mut fnd = super::incomplete(
-                "artifacts",
-                5,
-                format!(
-                    "the walk of {} stopped after {} entries: {why}",
-                    w.mount_point, w.entries
-                ),
+            let why = format!(
+                "the walk of {} stopped after {} entries: {why}",
+                w.mount_point, w.entries
             );
-            fnd.subject = format!("artifacts:{}", w.mount_point);
-            fnd.id = crate::finding::finding_id(&fnd.code, &fnd.subject);
-            out.push(fnd);
+            out.push(
+                Finding::new(
+                    "probe.incomplete",
+                    format!("artifacts:{}", w.mount_point),
+                    format!("{why}; artifacts beyond that point are not checked"),
+                )
+                .unknown()
+                .with("probe", "artifacts")
+                .with("phase", 5)
+                .with("reason", why),
+            );
         }
     }
     out

@@ -63,7 +63,9 @@ pub struct Running<T> {
     phase: u8,
     started: Instant,
     deadline: Instant,
-    rx: mpsc::Receiver<std::thread::Result<Result<T, String>>>,
+    /// The probe's result and how long it ran, measured on its own thread
+    /// (waiting on the probes one after another must not add to it).
+    rx: mpsc::Receiver<(std::thread::Result<Result<T, String>>, Duration)>,
 }
 
 pub fn spawn<T, F>(name: &'static str, phase: u8, deadline: Instant, f: F) -> Running<T>
@@ -76,12 +78,17 @@ where
     let spawned = std::thread::Builder::new()
         .name(format!("probe-{name}"))
         .spawn(move || {
-            let _ = tx.send(catch_unwind(AssertUnwindSafe(f)));
+            let t0 = Instant::now();
+            let r = catch_unwind(AssertUnwindSafe(f));
+            let _ = tx.send((r, t0.elapsed()));
         });
     if let Err(e) = spawned {
         // Could not even start a thread: report it through the same path.
         let (tx, rx2) = mpsc::channel();
-        let _ = tx.send(Ok(Err(format!("cannot start a thread: {e}"))));
+        let _ = tx.send((
+            Ok(Err(format!("cannot start a thread: {e}"))),
+            Duration::ZERO,
+        ));
         return Running {
             name,
             phase,
@@ -105,8 +112,10 @@ impl<T> Running<T> {
     /// but the run goes on and the process exits without it.
     pub fn wait(self, records: &mut Vec<ProbeRecord>) -> Outcome<T> {
         let left = self.deadline.saturating_duration_since(Instant::now());
-        let res = self.rx.recv_timeout(left);
-        let dur = self.started.elapsed().as_micros();
+        let (res, dur) = match self.rx.recv_timeout(left) {
+            Ok((r, d)) => (Ok(r), d.as_micros()),
+            Err(e) => (Err(e), self.started.elapsed().as_micros()),
+        };
         let (out, status, reason) = match res {
             Ok(Ok(Ok(v))) => (Outcome::Done(v), "ok", None),
             Ok(Ok(Err(e))) => (Outcome::Failed(e.clone()), "incomplete", Some(e)),

@@ -1149,37 +1149,45 @@ pub fn evaluate(f: &ReproFacts) -> Vec<Finding> {
     }
 
     for t in f.tools.iter().filter(|t| t.status == ToolStatus::Timeout) {
-        let mut fnd = super::incomplete(
-            "repro",
-            4,
-            format!(
-                "{} {} {}",
-                t.path,
-                t.args.join(" "),
-                t.reason.as_deref().unwrap_or("timed out")
-            ),
-        )
-        .with("tool", t.tool.clone())
-        .with("path", t.path.clone())
-        .with("duration_ms", t.duration_ms);
-        fnd.subject = format!("repro:tool:{}", t.tool);
-        fnd.id = crate::finding::finding_id(&fnd.code, &fnd.subject);
-        out.push(fnd);
+        let why = format!(
+            "{} {} {}",
+            t.path,
+            t.args.join(" "),
+            t.reason.as_deref().unwrap_or("timed out")
+        );
+        out.push(
+            could_not_check(
+                format!("repro:tool:{}", t.tool),
+                format!("the version of {} is unknown: {why}", t.tool),
+                why,
+            )
+            .with("tool", t.tool.clone())
+            .with("path", t.path.clone())
+            .with("duration_ms", t.duration_ms),
+        );
     }
     if let Some(why) = &f.walk_truncated {
-        let mut fnd = super::incomplete(
-            "repro",
-            4,
-            format!(
-                "the workspace walk stopped after {} entries: {why}",
-                f.walk_entries
-            ),
+        let why = format!(
+            "the workspace walk stopped after {} entries: {why}",
+            f.walk_entries
         );
-        fnd.subject = "repro:workspace".into();
-        fnd.id = crate::finding::finding_id(&fnd.code, &fnd.subject);
-        out.push(fnd);
+        out.push(could_not_check(
+            "repro:workspace".into(),
+            format!("{why}; manifests and pins below that point are not checked"),
+            why,
+        ));
     }
     out
+}
+
+/// probe.incomplete for one part of the repro probe that could not be
+/// checked, while the probe itself finished.
+fn could_not_check(subject: String, message: String, reason: String) -> Finding {
+    Finding::new("probe.incomplete", subject, message)
+        .unknown()
+        .with("probe", "repro")
+        .with("phase", 4)
+        .with("reason", reason)
 }
 
 #[cfg(test)]

@@ -20,7 +20,6 @@ use std::time::Instant;
 use nix::unistd::AccessFlags;
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::glob_match;
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
 use crate::probe::mounts::{MountClass, MountFacts};
@@ -147,7 +146,21 @@ pub fn browser_defs() -> &'static [BrowserDef] {
 
 pub fn artifact_defs() -> &'static [ArtifactDef] {
     static C: OnceLock<Vec<ArtifactDef>> = OnceLock::new();
-    C.get_or_init(|| parse::<ArtifactsToml>("artifacts.toml", ARTIFACTS_TOML).artifact)
+    C.get_or_init(|| {
+        let mut defs = parse::<ArtifactsToml>("artifacts.toml", ARTIFACTS_TOML).artifact;
+        // Matching is case-insensitive: lower-case the patterns once.
+        for d in &mut defs {
+            for p in d
+                .names
+                .iter_mut()
+                .chain(&mut d.dirs)
+                .chain(&mut d.dir_names)
+            {
+                *p = p.to_lowercase();
+            }
+        }
+        defs
+    })
 }
 
 fn family(name: &str) -> &'static FamilyDef {
@@ -1057,28 +1070,44 @@ pub struct Group {
     pub dir: Option<PathBuf>,
 }
 
-fn lower_match(patterns: &[String], name: &str) -> bool {
-    let n = name.to_lowercase();
-    patterns.iter().any(|p| glob_match(&p.to_lowercase(), &n))
+/// `*` matches any run of bytes; no allocation, since it runs once per
+/// pattern for every file of a walk that may see 200,000 entries.
+fn wild(p: &[u8], x: &[u8]) -> bool {
+    match p.iter().position(|&c| c == b'*') {
+        None => p == x,
+        Some(i) => {
+            if x.len() < i || p[..i] != x[..i] {
+                return false;
+            }
+            let rest = &p[i + 1..];
+            (i..=x.len()).any(|j| wild(rest, &x[j..]))
+        }
+    }
+}
+
+/// Patterns are lower-cased by the catalog loader; `lower` is the name.
+fn lower_match(patterns: &[String], lower: &str) -> bool {
+    patterns
+        .iter()
+        .any(|p| wild(p.as_bytes(), lower.as_bytes()))
 }
 
 /// The artifact class of a file, from its name or the artifact directory
 /// (`inherited`, an index into the catalog) it sits below.
 fn classify(name: &str, inherited: Option<usize>) -> Option<usize> {
     let defs = artifact_defs();
-    if let Some(i) = defs.iter().position(|d| lower_match(&d.names, name)) {
+    let lower = name.to_lowercase();
+    if let Some(i) = defs.iter().position(|d| lower_match(&d.names, &lower)) {
         return Some(i);
     }
     let i = inherited?;
     let d = &defs[i];
-    (d.dir_names.is_empty() || lower_match(&d.dir_names, name)).then_some(i)
+    (d.dir_names.is_empty() || lower_match(&d.dir_names, &lower)).then_some(i)
 }
 
 fn dir_class(name: &str) -> Option<usize> {
     let n = name.to_lowercase();
-    artifact_defs()
-        .iter()
-        .position(|d| d.dirs.iter().any(|x| x.to_lowercase() == n))
+    artifact_defs().iter().position(|d| d.dirs.contains(&n))
 }
 
 fn common_dir(a: &Path, b: &Path) -> PathBuf {
@@ -1152,11 +1181,12 @@ pub fn collect_artifacts(
             }
             for e in entries {
                 let Ok(ft) = e.file_type() else { continue };
-                let name = e.file_name().to_string_lossy().into_owned();
-                let child = dir.join(e.file_name());
+                let os_name = e.file_name();
+                let name = os_name.to_string_lossy();
                 if ft.is_dir() {
+                    let child = dir.join(&os_name);
                     if depth + 1 < WALK_DEPTH
-                        && !PRUNE.contains(&name.as_str())
+                        && !PRUNE.contains(&name.as_ref())
                         && !all_points.contains(&child)
                     {
                         let inh = dir_class(&name).or(inherited);
@@ -1172,6 +1202,7 @@ pub fn collect_artifacts(
                 let Some(ci) = classify(&name, inherited) else {
                     continue;
                 };
+                let child = dir.join(&os_name);
                 let def = &artifact_defs()[ci];
                 let meta = std::fs::symlink_metadata(host.path(&child)).ok();
                 let size = meta.as_ref().map(|m| m.len()).unwrap_or(0);
@@ -1433,5 +1464,8 @@ mod tests {
         );
         assert_eq!(classify("README.md", None), None);
         assert_eq!(classify("catalog.rs", None), None);
+        assert!(wild(b"*.log.*", b"a.log.1") && !wild(b"*.log.*", b"a.log"));
+        assert!(wild(b"*screenshot*.png", b"my screenshot 1.png"));
+        assert!(!wild(b"trace.zip", b"xtrace.zip") && wild(b"*-trace.zip", b"x-trace.zip"));
     }
 }

@@ -873,3 +873,28 @@ fn a_walk_that_runs_out_of_budget_says_so() {
     assert!(walks.iter().all(|w| w["truncated"].is_null()), "{walks:?}");
     assert!(!r.has("probe.incomplete", "artifacts:/workspace"));
 }
+
+#[test]
+fn homes_on_a_mounted_host_root_are_searched() {
+    let f = Fixture::new(
+        "hostroot",
+        &mountinfo(true, &["300 80 8:1 / /host rw,relatime - xfs /dev/sda1 rw"]),
+    );
+    f.dir("host/etc");
+    f.dir("host/usr");
+    f.file("host/home/alice/.config/google-chrome/Default/Cookies", "x");
+    f.dir("host/home/alice/.cache/pip");
+    f.file(
+        "host/root/.npmrc",
+        &format!("//r.example/:_authToken={CANARY_NPM}\n"),
+    );
+    let r = f.run(&[], &[]);
+    assert!(r.has("mount.host-root", "/host"));
+    assert_eq!(
+        r.find("browser.profile", "/host/home/alice/.config/google-chrome")["severity"],
+        "high"
+    );
+    assert!(r.has("cache.shared-writable", "/host/home/alice/.cache/pip"));
+    assert!(r.has("cache.credentials", "/host/root/.npmrc"));
+    assert_no_canary("json", &r.stdout);
+}

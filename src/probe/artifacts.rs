@@ -430,6 +430,7 @@ pub struct CredentialHit {
     /// The cache this file lives in, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub in_cache: Option<String>,
+    pub sensitivity: &'static str,
     #[serde(flatten)]
     pub placement: Placement,
 }
@@ -623,6 +624,7 @@ pub fn collect_caches(
             items,
             owner: place::uid_of(host, &real).map(|u| users.owner(u)),
             in_cache,
+            sensitivity: "secret",
             placement: place::place(mounts, &real),
         });
     }

@@ -109,6 +109,21 @@ pub fn homes(host: &Host, users: &Users, mounts: Option<&MountFacts>) -> Vec<Pat
                 add(e.mount.mount_point.clone());
             }
         }
+        // The host's own homes, on a mounted host root (-v /:/host).
+        for e in m.mounts.iter().filter(|e| e.class == MountClass::HostRoot) {
+            let mp = &e.mount.mount_point;
+            add(mp.join("root"));
+            if let Ok(rd) = std::fs::read_dir(host.path(mp.join("home"))) {
+                let mut names: Vec<PathBuf> = rd
+                    .flatten()
+                    .take(1000)
+                    .filter(|d| d.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|d| mp.join("home").join(d.file_name()))
+                    .collect();
+                names.sort();
+                names.into_iter().for_each(&mut add);
+            }
+        }
     }
     out
 }

@@ -35,12 +35,27 @@ pub enum Command {
     },
     /// List every check with its severity, phase and scorecard control
     ListChecks,
+    /// Canaries that prove whether state survives teardown
+    Canary {
+        #[command(subcommand)]
+        action: CanaryAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CanaryAction {
+    /// Write a clearly named canary into each writable persistent location
+    /// (host mounts and volumes, not the workspace); a later `selfprobe` run in
+    /// a fresh workspace that finds one reports teardown.canary-survived
+    Plant(RunArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Text,
     Json,
+    Sarif,
+    Junit,
 }
 
 #[derive(Debug, Clone, Args)]

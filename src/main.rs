@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 
-use selfprobe::cli::{Cli, Command, Format, RunArgs};
+use selfprobe::cli::{CanaryAction, Cli, Command, Format, RunArgs};
 use selfprobe::host::{self, Cleanup};
 use selfprobe::report::{self, EXIT_PROBE_FAILED, EXIT_USAGE};
 
@@ -31,9 +31,55 @@ fn main() -> ExitCode {
             }
         },
         Some(Command::Run(args)) => run(args),
+        Some(Command::Canary {
+            action: CanaryAction::Plant(args),
+        }) => plant(args),
         None => run(cli.run),
     };
     ExitCode::from(code as u8)
+}
+
+fn write_out(output: Option<&std::path::Path>, text: &str) -> Result<(), String> {
+    match output {
+        Some(path) => std::fs::write(path, text.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", path.display())),
+        None => std::io::stdout()
+            .lock()
+            .write_all(text.as_bytes())
+            .map_err(|e| format!("cannot write the report to standard output: {e}")),
+    }
+}
+
+fn plant(args: RunArgs) -> i32 {
+    let cfg = match args.resolve() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("selfprobe: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let cleanup = Arc::new(Cleanup::default());
+    if let Err(e) = host::remove_on_signal(cleanup.clone()) {
+        eprintln!("selfprobe: {e}");
+        return EXIT_PROBE_FAILED;
+    }
+    let (format, output) = (cfg.format, cfg.output.clone());
+    let rep = match selfprobe::run::plant(cfg, cleanup) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("selfprobe: canary plant: {e}");
+            return EXIT_PROBE_FAILED;
+        }
+    };
+    let text = match format {
+        Format::Json => report::plant::json(&rep),
+        _ => report::plant::text(&rep),
+    };
+    if let Err(e) = write_out(output.as_deref(), &text) {
+        eprintln!("selfprobe: {e}");
+        return EXIT_PROBE_FAILED;
+    }
+    0
 }
 
 fn run(args: RunArgs) -> i32 {
@@ -57,6 +103,8 @@ fn run(args: RunArgs) -> i32 {
     let text = match format {
         Format::Text => report::text::render(&report, color),
         Format::Json => report::json::render(&report),
+        Format::Sarif => report::sarif::render(&report),
+        Format::Junit => report::junit::render(&report),
     };
     let written = match &output {
         Some(path) => std::fs::write(path, text.as_bytes())

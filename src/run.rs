@@ -72,3 +72,17 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
         probes: collected.records,
     }
 }
+
+/// `selfprobe canary plant`: find the persistent locations the same way a
+/// run does, then plant. Fails (exit 3) only when the mounts cannot be read.
+pub fn plant(
+    cfg: Config,
+    cleanup: Arc<Cleanup>,
+) -> Result<crate::probe::teardown::PlantReport, String> {
+    let run_id = host::run_id();
+    let host = Host::new(cfg.root.clone(), cfg.timeout);
+    let mut mounts = crate::probe::mounts::collect(&host, cfg.workspace.clone())?;
+    crate::probe::mounts::apply_policy(&mut mounts, &cfg.policy);
+    let rep = crate::probe::teardown::plant(&host, &mounts, &run_id, &cleanup);
+    Ok(rep)
+}

@@ -165,3 +165,31 @@ fn output_file_and_no_color() {
     );
     fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn readme_table_lists_every_code_as_the_catalog_does() {
+    let readme = include_str!("../README.md");
+    let rows: Vec<Vec<&str>> = readme
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
+        .collect();
+    let cat = selfprobe::finding::catalog();
+    assert_eq!(rows.len(), cat.len(), "one README row per code");
+    for (row, c) in rows.iter().zip(cat) {
+        assert_eq!(row[0], format!("`{}`", c.code));
+        assert_eq!(row[1], c.severity.as_str(), "{}", c.code);
+        assert!(row[2].starts_with(&format!("{} ", c.phase)), "{}", c.code);
+        assert_eq!(
+            row[3],
+            if c.control.is_empty() {
+                "-"
+            } else {
+                c.control.as_str()
+            },
+            "{}",
+            c.code
+        );
+        assert_eq!(row[4], c.title, "{}", c.code);
+    }
+}

@@ -11,6 +11,7 @@ pub mod place;
 pub mod privilege;
 pub mod repro;
 pub mod sockets;
+pub mod teardown;
 pub mod tools;
 pub mod writable;
 
@@ -157,6 +158,7 @@ pub struct Facts {
     pub caches: Option<artifacts::CacheFacts>,
     pub browsers: Option<artifacts::BrowserFacts>,
     pub artifacts: Option<artifacts::ArtifactFacts>,
+    pub teardown: Option<teardown::TeardownFacts>,
 }
 
 pub struct Collected {
@@ -280,6 +282,11 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     let persistent = spawn("artifacts", 5, d, move || {
         artifacts::collect_artifacts(&c.host, mf.as_deref(), inner(d))
     });
+    let c = ctx.clone();
+    let mf = mount_facts.clone();
+    let teardown = spawn("teardown", 6, budget(&ctx), move || {
+        teardown::collect(&c.host, mf.as_deref())
+    });
 
     let mut facts = Facts {
         privilege: take(
@@ -314,6 +321,13 @@ pub fn run(ctx: Arc<Context>) -> Collected {
             writable.wait(&mut records),
             "writable",
             2,
+            &mut findings,
+            &mut panicked,
+        ),
+        teardown: take(
+            teardown.wait(&mut records),
+            "teardown",
+            6,
             &mut findings,
             &mut panicked,
         ),
@@ -387,6 +401,9 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     }
     if let Some(w) = &facts.writable {
         findings.extend(writable::evaluate(w));
+    }
+    if let Some(t) = &facts.teardown {
+        findings.extend(teardown::evaluate(t, &ctx.run_id));
     }
     if let Some(p) = &facts.privilege {
         let sig = privilege::PrivilegedSignals {

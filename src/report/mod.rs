@@ -3,6 +3,9 @@
 
 pub mod catalog;
 pub mod json;
+pub mod junit;
+pub mod plant;
+pub mod sarif;
 pub mod text;
 
 use std::collections::BTreeMap;

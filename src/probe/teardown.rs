@@ -1,0 +1,299 @@
+//! Phase 6: what would survive teardown. `selfprobe canary plant` leaves a
+//! clearly named canary in each writable persistent location; a later run in
+//! a fresh workspace that finds one has proof that state leaked across runs.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::finding::Finding;
+use crate::host::{read_regular, rfc3339, Cleanup, Host};
+use crate::probe::mounts::{MountClass, MountEntry, MountFacts};
+
+pub const CANARY_PREFIX: &str = ".selfprobe-canary-";
+/// A canary is a few hundred bytes; anything larger is not ours.
+const MAX_CANARY: u64 = 64 * 1024;
+/// Entries read per location when looking for canaries: they sit at the top.
+const MAX_ENTRIES: usize = 5_000;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Canary {
+    pub selfprobe_canary: u32,
+    pub run_id: String,
+    pub planted_at: String,
+    /// The mount point it was planted in, as the planting run saw it.
+    pub location: String,
+    pub host_path: String,
+    pub class: String,
+    pub tool_version: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Location {
+    pub path: String,
+    pub host_path: String,
+    pub class: &'static str,
+    pub writable: bool,
+    pub allowed: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Found {
+    pub path: String,
+    pub canary: Option<Canary>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TeardownFacts {
+    /// Persistent locations: host paths and volumes, besides the workspace.
+    pub persistent: Vec<Location>,
+    pub canaries: Vec<Found>,
+}
+
+fn class_name(e: &MountEntry) -> Option<&'static str> {
+    match e.class {
+        MountClass::HostBind => Some("host-bind"),
+        MountClass::HostRoot => Some("host-root"),
+        MountClass::Volume => Some("volume"),
+        _ => None,
+    }
+}
+
+/// Directories whose contents outlive the container: host paths and engine
+/// volumes. The workspace is left out: it is the task's deliverable, and a
+/// canary there would show up in its diff.
+pub fn persistent_locations(mounts: &MountFacts) -> Vec<Location> {
+    mounts
+        .mounts
+        .iter()
+        .filter_map(|e| {
+            let class = class_name(e)?;
+            (e.contents.file_type == "dir" || e.class == MountClass::Volume).then(|| Location {
+                path: e.mount.mount_point.to_string_lossy().into_owned(),
+                host_path: e.mount.root.to_string_lossy().into_owned(),
+                class,
+                writable: e.contents.writable || (e.class == MountClass::Volume && !e.read_only),
+                allowed: e.allowed,
+            })
+        })
+        .collect()
+}
+
+pub fn collect(host: &Host, mounts: Option<&MountFacts>) -> Result<TeardownFacts, String> {
+    let mounts = mounts.ok_or("no mount list: persistent locations are unknown")?;
+    let mut f = TeardownFacts {
+        persistent: persistent_locations(mounts),
+        canaries: Vec::new(),
+    };
+    // Volumes' writability was not checked by the mount probe.
+    for l in &mut f.persistent {
+        l.writable = l.writable && host.access(&l.path, nix::unistd::AccessFlags::W_OK).is_ok();
+    }
+    let mut dirs: Vec<PathBuf> = f
+        .persistent
+        .iter()
+        .map(|l| PathBuf::from(&l.path))
+        .collect();
+    // Homes on a persistent mount are where a plant in a later run would
+    // land too; the workspace is scanned so a canary copied into it shows.
+    for ws in mounts.workspace.iter() {
+        dirs.push(ws.path.clone());
+    }
+    dirs.sort();
+    dirs.dedup();
+    for d in dirs {
+        let Ok(rd) = std::fs::read_dir(host.path(&d)) else {
+            continue;
+        };
+        for e in rd.flatten().take(MAX_ENTRIES) {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with(CANARY_PREFIX) || !name.ends_with(".json") {
+                continue;
+            }
+            let path = d.join(&name);
+            let found = match read_regular(&e.path(), MAX_CANARY) {
+                Ok(bytes) => match serde_json::from_slice::<Canary>(&bytes) {
+                    Ok(c) => Found {
+                        path: path.to_string_lossy().into_owned(),
+                        canary: Some(c),
+                        error: None,
+                    },
+                    Err(err) => Found {
+                        path: path.to_string_lossy().into_owned(),
+                        canary: None,
+                        error: Some(format!("not a selfprobe canary: {err}")),
+                    },
+                },
+                Err(err) => Found {
+                    path: path.to_string_lossy().into_owned(),
+                    canary: None,
+                    error: Some(err.to_string()),
+                },
+            };
+            f.canaries.push(found);
+        }
+    }
+    Ok(f)
+}
+
+pub fn evaluate(f: &TeardownFacts, run_id: &str) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for found in &f.canaries {
+        match &found.canary {
+            Some(c) if c.run_id != run_id => out.push(
+                Finding::new(
+                    "teardown.canary-survived",
+                    &found.path,
+                    format!(
+                        "a canary planted by run {} at {} in {} is still here: state from that run survived its teardown",
+                        c.run_id, c.planted_at, c.location
+                    ),
+                )
+                .with("path", found.path.clone())
+                .with("canary_run_id", c.run_id.clone())
+                .with("planted_at", c.planted_at.clone())
+                .with("planted_in", c.location.clone())
+                .with("planted_host_path", c.host_path.clone()),
+            ),
+            Some(_) => {}
+            None => out.push(
+                Finding::new(
+                    "teardown.canary-survived",
+                    &found.path,
+                    format!("{} is named like a selfprobe canary but could not be read as one", found.path),
+                )
+                .with("path", found.path.clone())
+                .with("error", found.error.clone()),
+            ),
+        }
+    }
+    for l in f.persistent.iter().filter(|l| l.writable && !l.allowed) {
+        out.push(
+            Finding::new(
+                "teardown.persistent-writable",
+                &l.path,
+                format!(
+                    "{} ({} {}) is writable and outlives the workspace",
+                    l.path, l.class, l.host_path
+                ),
+            )
+            .with("path", l.path.clone())
+            .with("host_path", l.host_path.clone())
+            .with("class", l.class),
+        );
+    }
+    out
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Planted {
+    pub location: String,
+    pub path: Option<String>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PlantReport {
+    pub run_id: String,
+    pub planted_at: String,
+    pub planted: Vec<Planted>,
+    /// Persistent locations not planted in, and why.
+    pub skipped: Vec<Planted>,
+}
+
+/// Writes one canary into each writable persistent location. Each file is
+/// registered with `cleanup` before it is created and forgotten only once it
+/// is complete, so an interrupted plant leaves no half-written canary.
+pub fn plant(host: &Host, mounts: &MountFacts, run_id: &str, cleanup: &Cleanup) -> PlantReport {
+    let planted_at = rfc3339(std::time::SystemTime::now());
+    let mut rep = PlantReport {
+        run_id: run_id.to_string(),
+        planted_at: planted_at.clone(),
+        planted: Vec::new(),
+        skipped: Vec::new(),
+    };
+    // Without a declared workspace the mount holding the working directory
+    // is most likely it; a canary there would land in the task's diff.
+    let cwd = if mounts.workspace.is_none() && host.is_live() {
+        std::env::current_dir().ok()
+    } else {
+        None
+    };
+    for l in persistent_locations(mounts) {
+        if cwd.as_ref().is_some_and(|d| d.starts_with(&l.path)) {
+            rep.skipped.push(Planted {
+                location: l.path.clone(),
+                path: None,
+                error: Some("holds the working directory, probably the workspace (pass --workspace to say which it is)".into()),
+            });
+            continue;
+        }
+        let writable = host.access(&l.path, nix::unistd::AccessFlags::W_OK).is_ok();
+        if !writable {
+            rep.skipped.push(Planted {
+                location: l.path.clone(),
+                path: None,
+                error: Some("not writable".into()),
+            });
+            continue;
+        }
+        let canary = Canary {
+            selfprobe_canary: 1,
+            run_id: run_id.to_string(),
+            planted_at: planted_at.clone(),
+            location: l.path.clone(),
+            host_path: l.host_path.clone(),
+            class: l.class.to_string(),
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        };
+        let rel = Path::new(&l.path).join(format!("{CANARY_PREFIX}{run_id}.json"));
+        let real = host.path(&rel);
+        let res = write_new(&real, &canary, cleanup);
+        rep.planted.push(Planted {
+            location: l.path.clone(),
+            path: res.is_ok().then(|| rel.to_string_lossy().into_owned()),
+            error: res.err(),
+        });
+    }
+    rep
+}
+
+fn write_new(path: &Path, canary: &Canary, cleanup: &Cleanup) -> Result<(), String> {
+    if !cleanup.register(path) {
+        return Err("the run is stopping".into());
+    }
+    let body = serde_json::to_vec_pretty(canary).map_err(|e| e.to_string())?;
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .mode(0o644)
+        .open(path);
+    let mut file = match file {
+        Ok(f) => f,
+        Err(e) => {
+            // Not created by us (it exists, is a symlink, or the directory
+            // refused): nothing of ours to remove.
+            cleanup.forget(path);
+            return Err(if e.kind() == std::io::ErrorKind::AlreadyExists {
+                "a file of that name already exists".into()
+            } else {
+                e.to_string()
+            });
+        }
+    };
+    let written = file
+        .write_all(&body)
+        .and_then(|_| file.write_all(b"\n"))
+        .and_then(|_| file.sync_all());
+    drop(file);
+    cleanup.forget(path);
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(path);
+        format!("writing failed and the partial canary was removed: {e}")
+    })
+}

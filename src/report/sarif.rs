@@ -1,0 +1,179 @@
+//! SARIF 2.1.0 for code scanning: one rule per finding code (from
+//! probes/codes.toml, so ruleIndex is stable), one result per finding.
+
+use serde_json::{json, Value};
+
+use super::Report;
+use crate::finding::{catalog, Finding, Severity, Status};
+
+pub const SARIF_SCHEMA: &str =
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
+
+fn level(s: Severity) -> &'static str {
+    match s {
+        Severity::Critical | Severity::High => "error",
+        Severity::Medium => "warning",
+        Severity::Low | Severity::Info => "note",
+    }
+}
+
+/// GitHub code scanning ranks security results by this 0.0-10.0 score.
+fn security_severity(s: Severity) -> &'static str {
+    match s {
+        Severity::Critical => "9.5",
+        Severity::High => "8.0",
+        Severity::Medium => "5.5",
+        Severity::Low => "3.0",
+        Severity::Info => "1.0",
+    }
+}
+
+/// An absolute path as a file URI; everything outside RFC 3986's unreserved
+/// set (and '/') is percent-encoded, so hostile names stay valid URIs.
+pub fn file_uri(path: &str) -> String {
+    let mut out = String::from("file://");
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn rule_name(code: &str) -> String {
+    // SARIF rule names are PascalCase identifiers by convention.
+    code.split(['.', '-'])
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+fn result(f: &Finding) -> Value {
+    let rule_index = catalog().iter().position(|c| c.code == f.code);
+    let mut r = json!({
+        "ruleId": f.code,
+        "level": level(f.severity),
+        "message": { "text": f.message },
+        "partialFingerprints": { "selfprobeFindingId/v1": f.id },
+        "properties": {
+            "subject": f.subject,
+            "severity": f.severity,
+            "status": f.status,
+            "phase": f.phase,
+            "control": f.control,
+            "evidence": f.evidence,
+            "security-severity": security_severity(f.severity),
+        },
+    });
+    if let Some(i) = rule_index {
+        r["ruleIndex"] = json!(i);
+    }
+    if f.status == Status::Unknown {
+        // Could not check: a review item, never a pass; SARIF requires
+        // level "none" for any kind but "fail".
+        r["kind"] = json!("review");
+        r["level"] = json!("none");
+    }
+    let path = f
+        .evidence
+        .get("path")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| f.subject.starts_with('/').then(|| f.subject.clone()));
+    if let Some(p) = path {
+        r["locations"] = json!([{
+            "physicalLocation": { "artifactLocation": { "uri": file_uri(&p) } },
+            "message": { "text": p },
+        }]);
+    }
+    if let Some(ex) = &f.exception {
+        r["suppressions"] = json!([{
+            "kind": "external",
+            "status": "accepted",
+            "justification": format!("owner {}, expires {}: {}", ex.owner, ex.expires, ex.reason),
+        }]);
+    }
+    r
+}
+
+pub fn render(report: &Report) -> String {
+    let rules: Vec<Value> = catalog()
+        .iter()
+        .map(|c| {
+            json!({
+                "id": c.code,
+                "name": rule_name(&c.code),
+                "shortDescription": { "text": c.title },
+                "fullDescription": { "text": c.explain },
+                "help": { "text": format!("{}\n\nRemediation: {}", c.explain, c.remediation) },
+                "defaultConfiguration": { "level": level(c.severity) },
+                "properties": {
+                    "security-severity": security_severity(c.severity),
+                    "tags": ["security", format!("phase-{}", c.phase), c.control.clone()],
+                    "phase": c.phase,
+                    "control": c.control,
+                },
+            })
+        })
+        .collect();
+    let notifications: Vec<Value> = report
+        .probes
+        .iter()
+        .filter(|p| p.status != "ok")
+        .map(|p| {
+            json!({
+                "level": "warning",
+                "message": { "text": format!("probe {} {}: {}", p.name, p.status, p.reason.clone().unwrap_or_default()) },
+            })
+        })
+        .collect();
+    let doc = json!({
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": { "driver": {
+                "name": "selfprobe",
+                "version": report.tool.version,
+                "semanticVersion": report.tool.version,
+                "rules": rules,
+            }},
+            "automationDetails": { "id": format!("selfprobe/{}", report.run.id) },
+            "invocations": [{
+                "executionSuccessful": report.summary.exit_code != super::EXIT_PROBE_FAILED,
+                "exitCode": report.summary.exit_code,
+                "startTimeUtc": report.run.started,
+                "endTimeUtc": report.run.finished,
+                "toolExecutionNotifications": notifications,
+                "properties": { "scorecard": report.scorecard, "binarySha256": report.tool.sha256 },
+            }],
+            "results": report.findings.iter().map(result).collect::<Vec<_>>(),
+        }],
+    });
+    let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_and_names() {
+        assert_eq!(
+            file_uri("/var/run/docker.sock"),
+            "file:///var/run/docker.sock"
+        );
+        assert_eq!(file_uri("/mnt/a b\n"), "file:///mnt/a%20b%0A");
+        assert_eq!(
+            rule_name("engine.socket-reachable"),
+            "EngineSocketReachable"
+        );
+    }
+}

@@ -1,0 +1,22 @@
+"""Parse a JUnit XML file with junitparser (a third-party parser from PyPI)
+and print, as JSON, each test case's name and result kinds, so a Rust test
+can compare them with selfprobe's JSON report."""
+import json
+import sys
+
+from junitparser import Error, Failure, JUnitXml, Skipped
+
+xml = JUnitXml.fromfile(sys.argv[1])
+cases = {}
+for suite in xml:
+    for case in suite:
+        kinds = []
+        for r in case.result:
+            if isinstance(r, Failure):
+                kinds.append("failure")
+            elif isinstance(r, Error):
+                kinds.append("error")
+            elif isinstance(r, Skipped):
+                kinds.append("skipped")
+        cases[case.name] = {"kinds": kinds, "text": " ".join((r.text or "") for r in case.result)}
+print(json.dumps({"tests": xml.tests, "failures": xml.failures, "errors": xml.errors, "cases": cases}))

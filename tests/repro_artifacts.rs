@@ -898,3 +898,38 @@ fn homes_on_a_mounted_host_root_are_searched() {
     assert!(r.has("cache.credentials", "/host/root/.npmrc"));
     assert_no_canary("json", &r.stdout);
 }
+
+#[test]
+fn an_unreadable_workspace_is_not_assessed_rather_than_a_pet() {
+    let f = Fixture::new("unreadable", &mountinfo(true, &[]));
+    f.file("workspace/.devcontainer/devcontainer.json", "{}");
+    fs::set_permissions(f.path("workspace"), fs::Permissions::from_mode(0o000)).unwrap();
+    // Root ignores the mode: as root, run the probe as nobody; as anyone
+    // else, the mode alone stops the owner too.
+    let mut cmd = Command::new(BIN);
+    cmd.env_clear()
+        .env("HOME", "/root")
+        .env("PATH", "/usr/bin:/bin")
+        .arg("--root")
+        .arg(&f.dir)
+        .args(["--format", "json", "--workspace", "/workspace"]);
+    if nix::unistd::geteuid().is_root() {
+        use std::os::unix::process::CommandExt;
+        cmd.uid(65534).gid(65534);
+        fs::set_permissions(&f.dir, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let r = Run::from(cmd.output().unwrap());
+    fs::set_permissions(f.path("workspace"), fs::Permissions::from_mode(0o755)).unwrap();
+    let img = r.find("repro.image-unpinned", "image");
+    assert_eq!(img["status"], "unknown", "{img}");
+    assert!(img["evidence"]["workspace_unreadable"].is_string());
+    assert_eq!(
+        r.find("repro.no-tool-pins", "toolchain")["status"],
+        "unknown"
+    );
+    assert_eq!(
+        r.score("reproducibility"),
+        Value::Null,
+        "not assessed, not 0"
+    );
+}

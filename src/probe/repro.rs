@@ -104,6 +104,9 @@ pub struct ReproFacts {
     pub walk_entries: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub walk_truncated: Option<String>,
+    /// Why the workspace itself could not be listed, if it could not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace_unreadable: Option<String>,
 }
 
 // ---------------------------------------------------------------------------
@@ -862,8 +865,14 @@ fn walk_workspace(host: &Host, ws: &Path, deadline: Instant, f: &mut ReproFacts)
     let mut manifests: Vec<(PathBuf, &'static Ecosystem)> = Vec::new();
     let mut files_in: BTreeMap<PathBuf, Vec<String>> = BTreeMap::new();
     'walk: while let Some((dir, depth)) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(host.path(&dir)) else {
-            continue;
+        let rd = match std::fs::read_dir(host.path(&dir)) {
+            Ok(rd) => rd,
+            Err(e) => {
+                if dir == ws {
+                    f.workspace_unreadable = Some(e.to_string());
+                }
+                continue;
+            }
         };
         let mut names = Vec::new();
         for e in rd.flatten() {
@@ -1073,6 +1082,7 @@ pub fn evaluate(f: &ReproFacts) -> Vec<Finding> {
             )
         };
         let mut fnd = Finding::new("repro.image-unpinned", "image", message)
+            .unknown_if(&f.workspace_unreadable)
             .with("setup_contract_found", !recipes.is_empty())
             .with(
                 "setup_contract",
@@ -1117,6 +1127,7 @@ pub fn evaluate(f: &ReproFacts) -> Vec<Finding> {
         };
         out.push(
             Finding::new("repro.no-tool-pins", "toolchain", message)
+                .unknown_if(&f.workspace_unreadable)
                 .with("searched", PIN_FILES.to_vec())
                 .with("floating", floating)
                 .with("observed_versions", observed),
@@ -1178,6 +1189,25 @@ pub fn evaluate(f: &ReproFacts) -> Vec<Finding> {
         ));
     }
     out
+}
+
+trait UnknownIf {
+    fn unknown_if(self, why: &Option<String>) -> Self;
+}
+
+impl UnknownIf for Finding {
+    /// A workspace this process cannot list hides its contract and pins:
+    /// the finding is then "could not check", never a verdict.
+    fn unknown_if(self, why: &Option<String>) -> Finding {
+        match why {
+            Some(e) => {
+                let mut f = self.unknown().with("workspace_unreadable", e.clone());
+                f.message = format!("{} (the workspace could not be read: {e})", f.message);
+                f
+            }
+            None => self,
+        }
+    }
 }
 
 /// probe.incomplete for one part of the repro probe that could not be

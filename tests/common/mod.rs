@@ -1,1 +1,2 @@
+pub mod fixture;
 pub mod podman;

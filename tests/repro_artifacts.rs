@@ -3,34 +3,17 @@
 //! against a tree through `--root`; mount lines are added to a mountinfo
 //! captured in a real podman container (tests/data/plain.mountinfo).
 
+mod common;
+
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::fixture::{data, Fixture, Run, BIN};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_selfprobe");
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
 const DIGEST: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-struct Fixture {
-    dir: PathBuf,
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn data(name: &str) -> String {
-    fs::read_to_string(Path::new(DATA).join(name)).unwrap()
-}
 
 /// The captured podman mountinfo, read-only root when asked, plus `extra`.
 fn mountinfo(ro_root: bool, extra: &[&str]) -> String {
@@ -49,111 +32,42 @@ fn mountinfo(ro_root: bool, extra: &[&str]) -> String {
     m
 }
 
-impl Fixture {
-    fn new(name: &str, mountinfo: &str) -> Fixture {
-        let dir = std::env::temp_dir().join(format!(
-            "selfprobe-p45-{name}-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        let f = Fixture { dir };
-        f.file("proc/self/mountinfo", mountinfo);
-        f.file("proc/self/status", &data("plain.status"));
-        f.file("proc/self/uid_map", "         0          0 4294967295\n");
-        f.file("proc/sys/kernel/cap_last_cap", "40\n");
-        f.dir("dev");
-        f.dir("workspace");
-        f
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.join(rel)
-    }
-
-    fn file(&self, rel: &str, content: &str) {
-        let p = self.path(rel);
-        fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::write(p, content).unwrap();
-    }
-
-    fn dir(&self, rel: &str) {
-        fs::create_dir_all(self.path(rel)).unwrap();
-    }
-
-    fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
-        self.run_format("json", args, env)
-    }
-
-    /// A clean environment, so the caller's CARGO_HOME or XDG_CACHE_HOME do
-    /// not decide what the fixture contains.
-    fn run_format(&self, format: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
-        let mut cmd = Command::new(BIN);
-        cmd.env_clear()
-            .env("HOME", "/root")
-            .env("PATH", "/usr/bin:/bin")
-            .arg("--root")
-            .arg(&self.dir)
-            .arg("--format")
-            .arg(format)
-            .args(args);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        Run::from(cmd.output().unwrap())
-    }
+/// A podman-like tree (tests/common/fixture.rs) with an empty /workspace.
+fn fixture(name: &str, mountinfo: &str) -> Fixture {
+    let f = Fixture::container(&format!("p45-{name}"), mountinfo, &data("plain.status"));
+    f.dir("workspace");
+    f
 }
 
-struct Run {
-    code: i32,
-    json: Value,
-    stdout: String,
-    stderr: String,
+fn run(f: &Fixture, args: &[&str], env: &[(&str, &str)]) -> Run {
+    run_format(f, "json", args, env)
 }
 
-impl Run {
-    fn from(o: Output) -> Run {
-        let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
-        Run {
-            code: o.status.code().unwrap_or(-1),
-            json: serde_json::from_str(&stdout).unwrap_or(Value::Null),
-            stdout,
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
+/// A clean environment, so the caller's CARGO_HOME or XDG_CACHE_HOME do
+/// not decide what the fixture contains.
+fn run_format(f: &Fixture, format: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(BIN);
+    cmd.env_clear()
+        .env("HOME", "/root")
+        .env("PATH", "/usr/bin:/bin")
+        .arg("--root")
+        .arg(&f.dir)
+        .arg("--format")
+        .arg(format)
+        .args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
     }
+    Run::from(cmd.output().unwrap())
+}
 
-    fn findings(&self) -> Vec<&Value> {
-        self.json["findings"]
-            .as_array()
-            .unwrap_or_else(|| panic!("no findings; stdout {} stderr {}", self.stdout, self.stderr))
-            .iter()
-            .collect()
-    }
+trait RunExt {
+    fn subjects(&self, code: &str) -> Vec<String>;
+    fn score(&self, control: &str) -> Value;
+    fn probe_ok(&self, name: &str);
+}
 
-    fn pairs(&self) -> Vec<(String, String)> {
-        self.findings()
-            .iter()
-            .map(|f| {
-                (
-                    f["code"].as_str().unwrap().to_string(),
-                    f["subject"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect()
-    }
-
-    fn find(&self, code: &str, subject: &str) -> &Value {
-        self.findings()
-            .into_iter()
-            .find(|f| f["code"] == code && f["subject"] == subject)
-            .unwrap_or_else(|| panic!("expected {code} on {subject}; got {:#?}", self.pairs()))
-    }
-
-    fn has(&self, code: &str, subject: &str) -> bool {
-        self.pairs().iter().any(|(c, s)| c == code && s == subject)
-    }
-
+impl RunExt for Run {
     fn subjects(&self, code: &str) -> Vec<String> {
         let mut v: Vec<String> = self
             .pairs()
@@ -200,7 +114,7 @@ fn volume(id: u32, name: &str, at: &str) -> String {
 
 #[test]
 fn caches_by_where_they_live() {
-    let f = Fixture::new(
+    let f = fixture(
         "caches",
         &mountinfo(
             false,
@@ -220,7 +134,7 @@ fn caches_by_where_they_live() {
     f.dir("home/dev/.npm/_cacache");
     f.dir("data/pipcache");
     f.dir("gocache/00");
-    let r = f.run(&[], &[("PIP_CACHE_DIR", "/data/pipcache")]);
+    let r = run(&f, &[], &[("PIP_CACHE_DIR", "/data/pipcache")]);
     r.probe_ok("caches");
 
     let pip = r.find("cache.shared-writable", "/root/.cache/pip");
@@ -261,12 +175,12 @@ fn caches_by_where_they_live() {
 
 #[test]
 fn an_owned_exception_is_intentional_retention() {
-    let f = Fixture::new(
+    let f = fixture(
         "cache-ex",
         &mountinfo(false, &[&volume(200, "uv", "/root/.cache/uv")]),
     );
     f.dir("root/.cache/uv");
-    let r = f.run(&[], &[]);
+    let r = run(&f, &[], &[]);
     assert_eq!(r.score("cache-policy"), 1, "a writable shared volume");
     f.file(
         "policy.toml",
@@ -274,7 +188,7 @@ fn an_owned_exception_is_intentional_retention() {
          owner = \"platform@example.com\"\nreason = \"warm uv cache for CI\"\nexpires = \"2099-01-01\"\n",
     );
     let policy = f.path("policy.toml");
-    let r = f.run(&["--policy", policy.to_str().unwrap()], &[]);
+    let r = run(&f, &["--policy", policy.to_str().unwrap()], &[]);
     assert_eq!(
         r.find("cache.shared-writable", "/root/.cache/uv")["status"],
         "excepted"
@@ -284,7 +198,7 @@ fn an_owned_exception_is_intentional_retention() {
 
 #[test]
 fn a_generic_cache_root_alone_is_reported() {
-    let f = Fixture::new(
+    let f = fixture(
         "xdg",
         &mountinfo(
             false,
@@ -292,7 +206,7 @@ fn a_generic_cache_root_alone_is_reported() {
         ),
     );
     f.dir("root/.cache/some-tool");
-    let r = f.run(&[], &[]);
+    let r = run(&f, &[], &[]);
     let c = r.find("cache.shared-writable", "/root/.cache");
     assert_eq!(c["evidence"]["cache"], "xdg-cache");
     assert_eq!(c["severity"], "high");
@@ -333,7 +247,7 @@ fn assert_no_canary(what: &str, text: &str) {
 
 #[test]
 fn credentials_in_tool_configs_are_found_and_never_printed() {
-    let f = Fixture::new(
+    let f = fixture(
         "creds",
         &mountinfo(
             false,
@@ -379,7 +293,7 @@ fn credentials_in_tool_configs_are_found_and_never_printed() {
     nix::unistd::mkfifo(&f.path("home/dev/.npmrc"), nix::sys::stat::Mode::S_IRWXU).unwrap();
 
     let started = Instant::now();
-    let r = f.run(&["--workspace", "/workspace"], &[]);
+    let r = run(&f, &["--workspace", "/workspace"], &[]);
     assert!(started.elapsed() < Duration::from_secs(10));
     r.probe_ok("caches");
     let npm = r.find("cache.credentials", "/root/.npmrc");
@@ -409,7 +323,7 @@ fn credentials_in_tool_configs_are_found_and_never_printed() {
     // Not a byte of any value in any format or on stderr.
     assert_no_canary("json", &r.stdout);
     assert_no_canary("stderr", &r.stderr);
-    let t = f.run_format("text", &["--workspace", "/workspace"], &[]);
+    let t = run_format(&f, "text", &["--workspace", "/workspace"], &[]);
     assert!(t.stdout.contains("cache.credentials"), "{}", t.stdout);
     assert_no_canary("text", &t.stdout);
     assert_no_canary("text stderr", &t.stderr);
@@ -420,7 +334,7 @@ fn credentials_in_tool_configs_are_found_and_never_printed() {
 
 #[test]
 fn browser_profiles_by_retention() {
-    let f = Fixture::new(
+    let f = fixture(
         "browsers",
         &mountinfo(
             false,
@@ -469,7 +383,7 @@ fn browser_profiles_by_retention() {
     // A throwaway automation profile in the container's own layer.
     f.file("home/dev/.config/chromium/Default/Cookies", "x");
 
-    let r = f.run(&[], &[]);
+    let r = run(&f, &[], &[]);
     r.probe_ok("browsers");
     let chrome = r.find("browser.profile", "/root/.config/google-chrome");
     assert_eq!(chrome["severity"], "high");
@@ -524,7 +438,7 @@ fn browser_profiles_by_retention() {
 
 #[test]
 fn a_volume_profile_scores_one() {
-    let f = Fixture::new(
+    let f = fixture(
         "ffvol",
         &mountinfo(
             false,
@@ -532,7 +446,7 @@ fn a_volume_profile_scores_one() {
         ),
     );
     f.file("home/dev/.mozilla/firefox/x.default/cookies.sqlite", "x");
-    let r = f.run(&[], &[]);
+    let r = run(&f, &[], &[]);
     assert_eq!(r.score("browser-isolation"), 1);
 }
 
@@ -541,7 +455,7 @@ fn a_volume_profile_scores_one() {
 
 #[test]
 fn persistent_artifacts_with_owner_class_and_retention() {
-    let f = Fixture::new(
+    let f = fixture(
         "artifacts",
         &mountinfo(
             false,
@@ -565,7 +479,7 @@ fn persistent_artifacts_with_owner_class_and_retention() {
     symlink("..", f.path("data/logs/loop")).unwrap();
 
     let started = Instant::now();
-    let r = f.run(&["--workspace", "/workspace"], &[]);
+    let r = run(&f, &["--workspace", "/workspace"], &[]);
     assert!(started.elapsed() < Duration::from_secs(10));
     r.probe_ok("artifacts");
     assert_eq!(
@@ -615,8 +529,8 @@ fn persistent_artifacts_with_owner_class_and_retention() {
 
 #[test]
 fn a_pet_container_scores_zero() {
-    let f = Fixture::new("pet", &mountinfo(true, &[]));
-    let r = f.run(&["--workspace", "/workspace"], &[]);
+    let f = fixture("pet", &mountinfo(true, &[]));
+    let r = run(&f, &["--workspace", "/workspace"], &[]);
     r.probe_ok("repro");
     let img = r.find("repro.image-unpinned", "image");
     assert_eq!(img["evidence"]["setup_contract_found"], false);
@@ -626,7 +540,7 @@ fn a_pet_container_scores_zero() {
 
 #[test]
 fn a_pinned_workspace_scores_two_and_drift_scores_one() {
-    let f = Fixture::new("pinned", &mountinfo(true, &[]));
+    let f = fixture("pinned", &mountinfo(true, &[]));
     f.file(
         "workspace/.devcontainer/devcontainer.json",
         &format!(
@@ -665,7 +579,7 @@ fn a_pinned_workspace_scores_two_and_drift_scores_one() {
         "etc/os-release",
         "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\nVERSION_ID=\"12\"\n",
     );
-    let r = f.run(&["--workspace", "/workspace"], &[]);
+    let r = run(&f, &["--workspace", "/workspace"], &[]);
     r.probe_ok("repro");
     let pairs = r.pairs();
     assert!(
@@ -725,7 +639,7 @@ fn a_pinned_workspace_scores_two_and_drift_scores_one() {
         "workspace/web/package.json",
         "{\"dependencies\":{\"left-pad\":\"^1\"}}",
     );
-    let r = f.run(&["--workspace", "/workspace"], &[]);
+    let r = run(&f, &["--workspace", "/workspace"], &[]);
     let img = r.find("repro.image-unpinned", "image");
     assert_eq!(img["evidence"]["setup_contract_found"], true);
     assert!(
@@ -752,14 +666,14 @@ fn a_pinned_workspace_scores_two_and_drift_scores_one() {
 
 #[test]
 fn fixture_binaries_are_never_executed() {
-    let f = Fixture::new("tools", &mountinfo(true, &[]));
+    let f = fixture("tools", &mountinfo(true, &[]));
     let marker = f.path("EXECUTED");
     f.file(
         "usr/bin/node",
         &format!("#!/bin/sh\ntouch {}\necho v99.0.0\n", marker.display()),
     );
     fs::set_permissions(f.path("usr/bin/node"), fs::Permissions::from_mode(0o755)).unwrap();
-    let r = f.run(&[], &[]);
+    let r = run(&f, &[], &[]);
     let tools = r.json["inventory"]["repro"]["tools"].as_array().unwrap();
     let node = tools
         .iter()
@@ -776,7 +690,7 @@ fn fixture_binaries_are_never_executed() {
 
 #[test]
 fn walks_are_bounded_and_prune_dependency_trees() {
-    let f = Fixture::new(
+    let f = fixture(
         "budget",
         &mountinfo(
             false,
@@ -812,7 +726,7 @@ fn walks_are_bounded_and_prune_dependency_trees() {
     f.file("workspace/package-lock.json", "{}");
 
     let started = Instant::now();
-    let r = f.run(&["--workspace", "/workspace"], &[]);
+    let r = run(&f, &["--workspace", "/workspace"], &[]);
     let took = started.elapsed();
     assert!(took < Duration::from_secs(10), "took {took:?}");
     r.probe_ok("repro");
@@ -840,7 +754,7 @@ fn walks_are_bounded_and_prune_dependency_trees() {
 
 #[test]
 fn a_walk_that_runs_out_of_budget_says_so() {
-    let f = Fixture::new(
+    let f = fixture(
         "truncated",
         &mountinfo(
             true,
@@ -857,7 +771,7 @@ fn a_walk_that_runs_out_of_budget_says_so() {
         }
     }
     let started = Instant::now();
-    let r = f.run(&["--workspace", "/workspace"], &[]);
+    let r = run(&f, &["--workspace", "/workspace"], &[]);
     assert!(started.elapsed() < Duration::from_secs(10));
     r.probe_ok("repro");
     let i = r.find("probe.incomplete", "repro:workspace");
@@ -876,7 +790,7 @@ fn a_walk_that_runs_out_of_budget_says_so() {
 
 #[test]
 fn homes_on_a_mounted_host_root_are_searched() {
-    let f = Fixture::new(
+    let f = fixture(
         "hostroot",
         &mountinfo(true, &["300 80 8:1 / /host rw,relatime - xfs /dev/sda1 rw"]),
     );
@@ -888,7 +802,7 @@ fn homes_on_a_mounted_host_root_are_searched() {
         "host/root/.npmrc",
         &format!("//r.example/:_authToken={CANARY_NPM}\n"),
     );
-    let r = f.run(&[], &[]);
+    let r = run(&f, &[], &[]);
     assert!(r.has("mount.host-root", "/host"));
     assert_eq!(
         r.find("browser.profile", "/host/home/alice/.config/google-chrome")["severity"],
@@ -901,7 +815,7 @@ fn homes_on_a_mounted_host_root_are_searched() {
 
 #[test]
 fn an_unreadable_workspace_is_not_assessed_rather_than_a_pet() {
-    let f = Fixture::new("unreadable", &mountinfo(true, &[]));
+    let f = fixture("unreadable", &mountinfo(true, &[]));
     f.file("workspace/.devcontainer/devcontainer.json", "{}");
     fs::set_permissions(f.path("workspace"), fs::Permissions::from_mode(0o000)).unwrap();
     // Root ignores the mode: as root, run the probe as nobody; as anyone

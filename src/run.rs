@@ -64,12 +64,14 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
             timeout_ms: cfg.timeout.as_millis(),
             write_test: cfg.write_test,
             destinations: Vec::new(),
+            nonce: cfg.nonce.clone(),
         },
         summary,
         scorecard: sc,
         findings,
         inventory: collected.facts,
         probes: collected.records,
+        signing: None,
     }
 }
 

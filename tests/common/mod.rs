@@ -1,2 +1,3 @@
 pub mod fixture;
+pub mod keys;
 pub mod podman;

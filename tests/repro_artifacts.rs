@@ -587,14 +587,18 @@ fn a_pinned_workspace_scores_two_and_drift_scores_one() {
         "a pinned workspace has no repro finding: {pairs:#?}"
     );
     let inv = &r.json["inventory"]["repro"];
-    assert_eq!(inv["image"]["digest"], format!("sha256:{DIGEST}"));
-    assert_eq!(inv["image"]["engine"]["value"], "podman-4.3.1");
+    let image = &r.json["inventory"]["image"];
+    // The engine names the image by tag: the contract's digest pins it, but
+    // is not claimed as the running image's digest.
+    assert!(image["digest"].is_null(), "{image}");
     assert_eq!(
-        inv["image"]["image_id"]["value"],
-        format!("sha256:{DIGEST}")
+        image["pinned_by"]["source"],
+        "/workspace/.devcontainer/devcontainer.json"
     );
-    assert_eq!(inv["image"]["container_id"]["value"], DIGEST);
-    assert_eq!(inv["image"]["os_release"]["ID"], "debian");
+    assert_eq!(image["engine"]["value"], "podman-4.3.1");
+    assert_eq!(image["image_id"]["value"], format!("sha256:{DIGEST}"));
+    assert_eq!(image["container_id"]["value"], DIGEST);
+    assert_eq!(image["os_release"]["ID"], "debian");
     let pins: Vec<String> = inv["tool_pins"]
         .as_array()
         .unwrap()
@@ -622,6 +626,25 @@ fn a_pinned_workspace_scores_two_and_drift_scores_one() {
     );
     assert_eq!(r.score("reproducibility"), 2);
 
+    // The engine's own digest is the running image's (podman --privileged
+    // writes the reference into /run/.containerenv).
+    f.file(
+        "run/.containerenv",
+        &format!("engine=\"podman-4.3.1\"\nimage=\"ghcr.io/example/dev@sha256:{DIGEST}\"\n"),
+    );
+    let r = run(&f, &["--workspace", "/workspace"], &[]);
+    let image = &r.json["inventory"]["image"];
+    assert_eq!(image["digest"], format!("sha256:{DIGEST}"), "{image}");
+    assert_eq!(
+        image["reference"],
+        format!("ghcr.io/example/dev@sha256:{DIGEST}")
+    );
+    assert_eq!(image["pinned_by"]["source"], "/run/.containerenv");
+    assert!(
+        r.json["inventory"]["repro"]["image"].is_null(),
+        "reported once"
+    );
+
     // Drift: a tag instead of a digest, a floating pin, a manifest unlocked.
     f.file(
         "workspace/.devcontainer/devcontainer.json",
@@ -639,9 +662,14 @@ fn a_pinned_workspace_scores_two_and_drift_scores_one() {
         "workspace/web/package.json",
         "{\"dependencies\":{\"left-pad\":\"^1\"}}",
     );
+    f.file(
+        "run/.containerenv",
+        "engine=\"podman-4.3.1\"\nimage=\"localhost/dev:latest\"\n",
+    );
     let r = run(&f, &["--workspace", "/workspace"], &[]);
     let img = r.find("repro.image-unpinned", "image");
     assert_eq!(img["evidence"]["setup_contract_found"], true);
+    assert!(r.json["inventory"]["image"]["digest"].is_null());
     assert!(
         img["message"].as_str().unwrap().contains("debian:12"),
         "{img}"
@@ -845,5 +873,54 @@ fn an_unreadable_workspace_is_not_assessed_rather_than_a_pet() {
         r.score("reproducibility"),
         Value::Null,
         "not assessed, not 0"
+    );
+}
+
+#[test]
+fn the_signed_statement_names_the_image_the_engine_reports() {
+    use base64ct::{Base64, Encoding};
+    let f = fixture("attest", &mountinfo(true, &[]));
+    f.file(
+        "run/.containerenv",
+        &format!("engine=\"podman-4.3.1\"\nimage=\"ghcr.io/example/dev@sha256:{DIGEST}\"\n"),
+    );
+    let att = f.path("statement.dsse");
+    let r = run(&f, &["--attest", att.to_str().unwrap()], &[]);
+    assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+    let env: Value = serde_json::from_str(&fs::read_to_string(&att).unwrap()).unwrap();
+    let payload = Base64::decode_vec(env["payload"].as_str().unwrap()).unwrap();
+    let st: Value = serde_json::from_slice(&payload).unwrap();
+    let subjects = st["subject"].as_array().unwrap();
+    assert!(
+        subjects.iter().any(|s| s["digest"]["sha256"] == DIGEST
+            && s["name"] == format!("ghcr.io/example/dev@sha256:{DIGEST}")),
+        "{subjects:?}"
+    );
+
+    // A digest only in a workspace file is not claimed for the running image.
+    f.file("run/.containerenv", "engine=\"podman-4.3.1\"\n");
+    f.file(
+        "workspace/.devcontainer/devcontainer.json",
+        &format!("{{\"image\": \"ghcr.io/example/dev@sha256:{DIGEST}\"}}"),
+    );
+    let r = run(
+        &f,
+        &[
+            "--workspace",
+            "/workspace",
+            "--attest",
+            att.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+    let env: Value = serde_json::from_str(&fs::read_to_string(&att).unwrap()).unwrap();
+    let payload = Base64::decode_vec(env["payload"].as_str().unwrap()).unwrap();
+    let st: Value = serde_json::from_slice(&payload).unwrap();
+    assert_eq!(
+        st["subject"].as_array().unwrap().len(),
+        1,
+        "{}",
+        st["subject"]
     );
 }

@@ -154,6 +154,8 @@ pub struct Facts {
     pub devices: Option<devices::DeviceFacts>,
     pub sockets: Option<sockets::SocketFacts>,
     pub writable: Option<writable::WritableFacts>,
+    /// The image's identity (phase 4), where src/attest looks for it.
+    pub image: Option<repro::ImageIdentity>,
     pub repro: Option<repro::ReproFacts>,
     pub caches: Option<artifacts::CacheFacts>,
     pub browsers: Option<artifacts::BrowserFacts>,
@@ -332,6 +334,7 @@ pub fn run(ctx: Arc<Context>) -> Collected {
             &mut panicked,
         ),
         mounts: None,
+        image: None,
         repro: None,
         caches: None,
         browsers: None,
@@ -367,6 +370,7 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     );
     if let Some(r) = &facts.repro {
         findings.extend(repro::evaluate(r));
+        facts.image = Some(r.image.clone());
     }
     if let Some(c) = &facts.caches {
         findings.extend(artifacts::evaluate_caches(c));

@@ -45,10 +45,15 @@ pub struct ImageIdentity {
     /// Image references: from the engine (.containerenv) and the contract.
     pub references: Vec<Hint>,
     pub image_id: Option<Hint>,
-    /// The reference that pins the image, if one does.
+    /// The reference that pins the image, if one does: the engine's, or
+    /// the workspace's setup contract's.
     pub pinned_by: Option<Hint>,
-    /// A sha256 digest, when one is known.
+    /// The running image's sha256 digest, only when the engine reports it
+    /// (a digest in a workspace file is a claim, kept in `pinned_by`). The
+    /// signed statement names the image by this (src/attest).
     pub digest: Option<String>,
+    /// The engine's reference that carries `digest`.
+    pub reference: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -95,6 +100,8 @@ pub struct Manifest {
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ReproFacts {
+    /// Reported as the inventory's top-level `image` (see probe::run).
+    #[serde(skip)]
     pub image: ImageIdentity,
     pub workspace: Option<String>,
     pub setup_contract: Vec<ContractFile>,
@@ -824,6 +831,16 @@ pub fn collect(
         walk_workspace(host, ws, deadline, &mut f);
     }
 
+    // Only the engine's own references are in the list so far.
+    if let Some((r, d)) = f
+        .image
+        .references
+        .iter()
+        .find_map(|r| digest_of(&r.value).map(|d| (r.value.clone(), d)))
+    {
+        f.image.reference = Some(r);
+        f.image.digest = Some(d);
+    }
     let mut refs: Vec<Hint> = f.image.references.clone();
     for c in &f.setup_contract {
         for i in &c.images {
@@ -854,7 +871,6 @@ pub fn collect(
                     source: c.path.clone(),
                 })
         });
-    f.image.digest = f.image.references.iter().find_map(|r| digest_of(&r.value));
 
     f.tools = tools::observe(host, deadline);
     Ok(f)

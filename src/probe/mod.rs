@@ -3,13 +3,17 @@
 //! runs on its own thread with a deadline, so a hung mount, a FIFO or a
 //! socket that never answers costs at most that probe, never the run.
 
+pub mod artifacts;
 pub mod devices;
 pub mod mounts;
 pub mod namespaces;
+pub mod place;
 pub mod privilege;
 pub mod secrets;
+pub mod repro;
 pub mod sockets;
 pub mod teardown;
+pub mod tools;
 pub mod writable;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -61,7 +65,9 @@ pub struct Running<T> {
     phase: u8,
     started: Instant,
     deadline: Instant,
-    rx: mpsc::Receiver<std::thread::Result<Result<T, String>>>,
+    /// The probe's result and how long it ran, measured on its own thread
+    /// (waiting on the probes one after another must not add to it).
+    rx: mpsc::Receiver<(std::thread::Result<Result<T, String>>, Duration)>,
 }
 
 pub fn spawn<T, F>(name: &'static str, phase: u8, deadline: Instant, f: F) -> Running<T>
@@ -74,12 +80,17 @@ where
     let spawned = std::thread::Builder::new()
         .name(format!("probe-{name}"))
         .spawn(move || {
-            let _ = tx.send(catch_unwind(AssertUnwindSafe(f)));
+            let t0 = Instant::now();
+            let r = catch_unwind(AssertUnwindSafe(f));
+            let _ = tx.send((r, t0.elapsed()));
         });
     if let Err(e) = spawned {
         // Could not even start a thread: report it through the same path.
         let (tx, rx2) = mpsc::channel();
-        let _ = tx.send(Ok(Err(format!("cannot start a thread: {e}"))));
+        let _ = tx.send((
+            Ok(Err(format!("cannot start a thread: {e}"))),
+            Duration::ZERO,
+        ));
         return Running {
             name,
             phase,
@@ -103,8 +114,10 @@ impl<T> Running<T> {
     /// but the run goes on and the process exits without it.
     pub fn wait(self, records: &mut Vec<ProbeRecord>) -> Outcome<T> {
         let left = self.deadline.saturating_duration_since(Instant::now());
-        let res = self.rx.recv_timeout(left);
-        let dur = self.started.elapsed().as_micros();
+        let (res, dur) = match self.rx.recv_timeout(left) {
+            Ok((r, d)) => (Ok(r), d.as_micros()),
+            Err(e) => (Err(e), self.started.elapsed().as_micros()),
+        };
         let (out, status, reason) = match res {
             Ok(Ok(Ok(v))) => (Outcome::Done(v), "ok", None),
             Ok(Ok(Err(e))) => (Outcome::Failed(e.clone()), "incomplete", Some(e)),
@@ -143,6 +156,12 @@ pub struct Facts {
     pub sockets: Option<sockets::SocketFacts>,
     pub writable: Option<writable::WritableFacts>,
     pub secrets: Option<secrets::SecretFacts>,
+    /// The image's identity (phase 4), where src/attest looks for it.
+    pub image: Option<repro::ImageIdentity>,
+    pub repro: Option<repro::ReproFacts>,
+    pub caches: Option<artifacts::CacheFacts>,
+    pub browsers: Option<artifacts::BrowserFacts>,
+    pub artifacts: Option<artifacts::ArtifactFacts>,
     pub teardown: Option<teardown::TeardownFacts>,
 }
 
@@ -196,8 +215,8 @@ fn take<T>(
 }
 
 /// Runs the probes. Mounts come first because sockets, writability,
-/// secrets and teardown look inside the host mounts; the rest run side by
-/// side.
+/// secrets, caches, profiles, artifacts and teardown look inside the host
+/// mounts; the rest run side by side.
 pub fn run(ctx: Arc<Context>) -> Collected {
     let mut records = Vec::new();
     let mut findings = Vec::new();
@@ -257,6 +276,28 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         Ok(secrets::collect(&c.host, mf.as_deref(), ws, inner))
     });
 
+    // Phases 4 and 5 need the mount table (which mount holds a cache, a
+    // profile or an artifact) and stop their own work a little before the
+    // runner gives up on them, so a big tree yields a truncated answer.
+    let inner = |d: Instant| d.checked_sub(Duration::from_millis(300)).unwrap_or(d);
+    let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
+    let repro = spawn("repro", 4, d, move || {
+        let ws = c.workspace.as_ref().map(|w| w.0.as_path());
+        repro::collect(&c.host, mf.as_deref(), ws, inner(d))
+    });
+    let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
+    let caches = spawn("caches", 5, d, move || {
+        let ws = c.workspace.as_ref().map(|w| w.0.as_path());
+        artifacts::collect_caches(&c.host, mf.as_deref(), ws, inner(d))
+    });
+    let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
+    let browsers = spawn("browsers", 5, d, move || {
+        artifacts::collect_browsers(&c.host, mf.as_deref(), inner(d))
+    });
+    let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
+    let persistent = spawn("artifacts", 5, d, move || {
+        artifacts::collect_artifacts(&c.host, mf.as_deref(), inner(d))
+    });
     let c = ctx.clone();
     let mf = mount_facts.clone();
     let teardown = spawn("teardown", 6, budget(&ctx), move || {
@@ -314,7 +355,53 @@ pub fn run(ctx: Arc<Context>) -> Collected {
             &mut panicked,
         ),
         mounts: None,
+        image: None,
+        repro: None,
+        caches: None,
+        browsers: None,
+        artifacts: None,
     };
+    facts.repro = take(
+        repro.wait(&mut records),
+        "repro",
+        4,
+        &mut findings,
+        &mut panicked,
+    );
+    facts.caches = take(
+        caches.wait(&mut records),
+        "caches",
+        5,
+        &mut findings,
+        &mut panicked,
+    );
+    facts.browsers = take(
+        browsers.wait(&mut records),
+        "browsers",
+        5,
+        &mut findings,
+        &mut panicked,
+    );
+    facts.artifacts = take(
+        persistent.wait(&mut records),
+        "artifacts",
+        5,
+        &mut findings,
+        &mut panicked,
+    );
+    if let Some(r) = &facts.repro {
+        findings.extend(repro::evaluate(r));
+        facts.image = Some(r.image.clone());
+    }
+    if let Some(c) = &facts.caches {
+        findings.extend(artifacts::evaluate_caches(c));
+    }
+    if let Some(b) = &facts.browsers {
+        findings.extend(artifacts::evaluate_browsers(b));
+    }
+    if let Some(a) = &facts.artifacts {
+        findings.extend(artifacts::evaluate_artifacts(a));
+    }
 
     if let Some(m) = &mount_facts {
         findings.extend(mounts::evaluate(m));

@@ -153,7 +153,7 @@ pub fn render(r: &Report, color: bool) -> String {
         } else {
             c.reason.clone()
         };
-        let _ = writeln!(o, "  {:<18} {:>4}  {}", c.name, score, detail);
+        let _ = writeln!(o, "  {:<18} {:>4}  {}", c.name, score, sanitize(&detail));
     }
     let _ = writeln!(
         o,

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::attest::{self, keys::KeySource};
 use crate::finding::Severity;
 use crate::host::parse_duration;
 use crate::policy::Policy;
@@ -37,6 +38,10 @@ pub enum Command {
     },
     /// List every check with its severity, phase and scorecard control
     ListChecks,
+    /// Verify an attestation (--attest) and/or an SSHSIG (--sshsig) against a public key you trust
+    Verify(VerifyArgs),
+    /// Print a signing key's public key: PEM, an allowed_signers line and the DSSE keyid
+    Pubkey(PubkeyArgs),
     /// Canaries that prove whether state survives teardown
     Canary {
         #[command(subcommand)]
@@ -95,6 +100,67 @@ pub struct RunArgs {
     /// Test hook: never connect to anything but loopback, and ask only redirected nameservers
     #[arg(long = "net-loopback-only", hide = true)]
     pub net_loopback_only: bool,
+    /// Write a signed attestation to FILE: a DSSE envelope carrying an in-toto statement whose predicate is the JSON report
+    #[arg(long, value_name = "FILE")]
+    pub attest: Option<PathBuf>,
+    /// Write an OpenSSH signature (namespace selfprobe) over the exact bytes of the report file (-o) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub sshsig: Option<PathBuf>,
+    #[command(flatten)]
+    pub key: KeyArgs,
+    /// The verifier's challenge: recorded in the report (run.nonce) and so bound into the signatures
+    #[arg(long, value_name = "N")]
+    pub nonce: Option<String>,
+}
+
+/// Where the signing key comes from; without either, SELFPROBE_SIGNING_KEY,
+/// else an ephemeral key.
+#[derive(Debug, Clone, Args)]
+pub struct KeyArgs {
+    /// Ed25519 signing key file, PKCS#8 PEM or OpenSSH (default: $SELFPROBE_SIGNING_KEY, else an ephemeral key)
+    #[arg(long, value_name = "FILE", conflicts_with = "sign_key_fd")]
+    pub sign_key: Option<PathBuf>,
+    /// Read the signing key from file descriptor N, e.g. `--sign-key-fd 0 < key`: the key never touches the workspace's disk
+    #[arg(long, value_name = "N")]
+    pub sign_key_fd: Option<i32>,
+}
+
+impl KeyArgs {
+    pub fn source(&self) -> Option<KeySource> {
+        match (&self.sign_key, self.sign_key_fd) {
+            (Some(p), _) => Some(KeySource::File(p.clone())),
+            (None, Some(n)) => Some(KeySource::Fd(n)),
+            (None, None) => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct VerifyArgs {
+    /// The public key you trust: SPKI PEM, an OpenSSH `ssh-ed25519 …` line, or the output of `selfprobe pubkey`
+    #[arg(long, value_name = "FILE")]
+    pub pubkey: PathBuf,
+    /// The challenge you gave the run (--nonce): the attestation must carry exactly this
+    #[arg(long, value_name = "N")]
+    pub nonce: Option<String>,
+    /// An SSHSIG written by --sshsig, checked over --report
+    #[arg(long, value_name = "SIG", requires = "report")]
+    pub sshsig: Option<PathBuf>,
+    /// The report file (-o) the SSHSIG covers
+    #[arg(long, value_name = "FILE", requires = "sshsig")]
+    pub report: Option<PathBuf>,
+    /// The DSSE envelope written by --attest
+    #[arg(value_name = "ENVELOPE", required_unless_present = "sshsig")]
+    pub envelope: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PubkeyArgs {
+    #[command(flatten)]
+    pub key: KeyArgs,
+    /// The principal of the allowed_signers line (what `ssh-keygen -Y verify -I` names)
+    #[arg(long, value_name = "NAME", default_value = "selfprobe")]
+    pub principal: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,10 +190,16 @@ pub struct Config {
     pub policy: Policy,
     pub write_test: bool,
     pub net: NetOptions,
+    pub attest: Option<PathBuf>,
+    pub sshsig: Option<PathBuf>,
+    /// None: SELFPROBE_SIGNING_KEY if it was set, else an ephemeral key.
+    pub key_source: Option<KeySource>,
+    pub nonce: Option<String>,
 }
 
 impl RunArgs {
     pub fn resolve(self) -> Result<Config, String> {
+        self.check_signing()?;
         let root = self.root.clone();
         if !root.is_absolute() {
             return Err(format!(
@@ -196,7 +268,84 @@ impl RunArgs {
             workspace,
             policy,
             write_test: self.write_test,
+            attest: self.attest,
+            sshsig: self.sshsig,
+            key_source: self.key.source(),
+            nonce: self.nonce,
         })
+    }
+
+    /// The signing options fit together: each error says what to add or drop.
+    fn check_signing(&self) -> Result<(), String> {
+        if let Some(n) = &self.nonce {
+            attest::check_nonce(n)?;
+        }
+        if self.sshsig.is_some() && self.output.is_none() {
+            return Err("--sshsig signs the report file: expected -o FILE as well".into());
+        }
+        if let Some(src) = self.key.source() {
+            if self.attest.is_none() && self.sshsig.is_none() {
+                return Err(format!(
+                    "{} given, but nothing to sign: expected --attest FILE and/or --sshsig FILE",
+                    src.describe()
+                ));
+            }
+        }
+        let outs = [
+            ("-o", &self.output),
+            ("--attest", &self.attest),
+            ("--sshsig", &self.sshsig),
+        ];
+        for (i, (a, pa)) in outs.iter().enumerate() {
+            for (b, pb) in &outs[i + 1..] {
+                if let (Some(pa), Some(pb)) = (pa, pb) {
+                    if normalize_rel(pa) == normalize_rel(pb) {
+                        return Err(format!(
+                            "{a} and {b} are the same file '{}': expected separate files",
+                            pa.display()
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl VerifyArgs {
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(n) = &self.nonce {
+            attest::check_nonce(n)?;
+        }
+        Ok(())
+    }
+}
+
+impl PubkeyArgs {
+    pub fn check(&self) -> Result<(), String> {
+        let p = &self.principal;
+        if p.is_empty()
+            || !p
+                .bytes()
+                .all(|b| b.is_ascii_graphic() && b != b',' && b != b'"')
+        {
+            return Err(format!(
+                "--principal {:?}: expected a name of printable ASCII without spaces, commas or quotes",
+                p
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// For comparing output paths: absolute and lexically normalized.
+fn normalize_rel(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        normalize(p)
+    } else {
+        std::env::current_dir()
+            .map(|d| normalize(&d.join(p)))
+            .unwrap_or_else(|_| p.to_path_buf())
     }
 }
 

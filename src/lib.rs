@@ -1,6 +1,7 @@
 //! selfprobe: from inside a container, devcontainer or CI build container,
 //! find out whether the workspace is the narrow boundary its owners think.
 
+pub mod attest;
 pub mod catalog;
 pub mod cli;
 pub mod finding;

@@ -64,12 +64,14 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
             fail_on: cfg.fail_on,
             timeout_ms: cfg.timeout.as_millis(),
             write_test: cfg.write_test,
+            nonce: cfg.nonce.clone(),
         },
         summary,
         scorecard: sc,
         findings,
         inventory: collected.facts,
         probes: collected.records,
+        signing: None,
     }
 }
 
@@ -78,11 +80,12 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
 pub fn plant(
     cfg: Config,
     cleanup: Arc<Cleanup>,
+    signer: &crate::attest::keys::Signer,
 ) -> Result<crate::probe::teardown::PlantReport, String> {
     let run_id = host::run_id();
     let host = Host::new(cfg.root.clone(), cfg.timeout);
     let mut mounts = crate::probe::mounts::collect(&host, cfg.workspace.clone())?;
     crate::probe::mounts::apply_policy(&mut mounts, &cfg.policy);
-    let rep = crate::probe::teardown::plant(&host, &mounts, &run_id, &cleanup);
+    let rep = crate::probe::teardown::plant(&host, &mounts, &run_id, &cleanup, signer);
     Ok(rep)
 }

@@ -101,6 +101,8 @@ fn a_canary_in_a_shared_volume_survives_into_the_next_container() {
         )
         .unwrap();
     assert_eq!(f["evidence"]["planted_in"], "/cache");
+    assert_eq!(f["evidence"]["signature"], "valid", "{f}");
+    assert_eq!(f["evidence"]["keyid"], planted["keyid"]);
     assert!(f["evidence"]["planted_at"].as_str().unwrap().ends_with('Z'));
     assert_ne!(
         second.json["run"]["id"],
@@ -118,6 +120,25 @@ fn a_canary_in_a_shared_volume_survives_into_the_next_container() {
         teardown["score"], 0,
         "a surviving canary is 'manual unknown cleanup'"
     );
+
+    // A canary edited afterwards (here: to blame another run) no longer verifies.
+    let name = unique("edit");
+    let mut cmd = podman();
+    cmd.args([
+        "run", "--rm", "--name", &name, "-v", &mount, img, "/bin/sed", "-i",
+    ])
+    .arg(format!(
+        "s/\"run_id\": \"{run_id}\"/\"run_id\": \"0000000000000000\"/"
+    ))
+    .arg(format!("/cache/.selfprobe-canary-{run_id}.json"));
+    let out = run_bounded(cmd, RUN_TIMEOUT, Some(&name)).unwrap();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let edited = probe(img, &["-v", &mount], &[]);
+    let f = edited
+        .find("teardown.canary-survived", &canary)
+        .expect("still found");
+    assert_eq!(f["evidence"]["canary_run_id"], "0000000000000000");
+    assert_eq!(f["evidence"]["signature"], "invalid", "{f}");
 
     // Without the volume: nothing survived.
     let third = probe(img, &[], &[]);

@@ -3,13 +3,18 @@
 //! runs on its own thread with a deadline, so a hung mount, a FIFO or a
 //! socket that never answers costs at most that probe, never the run.
 
+pub mod artifacts;
 pub mod devices;
 pub mod mounts;
 pub mod namespaces;
 pub mod network;
+pub mod place;
 pub mod privilege;
+pub mod repro;
+pub mod secrets;
 pub mod sockets;
 pub mod teardown;
+pub mod tools;
 pub mod writable;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -63,7 +68,9 @@ pub struct Running<T> {
     phase: u8,
     started: Instant,
     deadline: Instant,
-    rx: mpsc::Receiver<std::thread::Result<Result<T, String>>>,
+    /// The probe's result and how long it ran, measured on its own thread
+    /// (waiting on the probes one after another must not add to it).
+    rx: mpsc::Receiver<(std::thread::Result<Result<T, String>>, Duration)>,
 }
 
 pub fn spawn<T, F>(name: &'static str, phase: u8, deadline: Instant, f: F) -> Running<T>
@@ -76,12 +83,17 @@ where
     let spawned = std::thread::Builder::new()
         .name(format!("probe-{name}"))
         .spawn(move || {
-            let _ = tx.send(catch_unwind(AssertUnwindSafe(f)));
+            let t0 = Instant::now();
+            let r = catch_unwind(AssertUnwindSafe(f));
+            let _ = tx.send((r, t0.elapsed()));
         });
     if let Err(e) = spawned {
         // Could not even start a thread: report it through the same path.
         let (tx, rx2) = mpsc::channel();
-        let _ = tx.send(Ok(Err(format!("cannot start a thread: {e}"))));
+        let _ = tx.send((
+            Ok(Err(format!("cannot start a thread: {e}"))),
+            Duration::ZERO,
+        ));
         return Running {
             name,
             phase,
@@ -105,8 +117,10 @@ impl<T> Running<T> {
     /// but the run goes on and the process exits without it.
     pub fn wait(self, records: &mut Vec<ProbeRecord>) -> Outcome<T> {
         let left = self.deadline.saturating_duration_since(Instant::now());
-        let res = self.rx.recv_timeout(left);
-        let dur = self.started.elapsed().as_micros();
+        let (res, dur) = match self.rx.recv_timeout(left) {
+            Ok((r, d)) => (Ok(r), d.as_micros()),
+            Err(e) => (Err(e), self.started.elapsed().as_micros()),
+        };
         let (out, status, reason) = match res {
             Ok(Ok(Ok(v))) => (Outcome::Done(v), "ok", None),
             Ok(Ok(Err(e))) => (Outcome::Failed(e.clone()), "incomplete", Some(e)),
@@ -145,6 +159,13 @@ pub struct Facts {
     pub sockets: Option<sockets::SocketFacts>,
     pub writable: Option<writable::WritableFacts>,
     pub network: Option<network::NetFacts>,
+    pub secrets: Option<secrets::SecretFacts>,
+    /// The image's identity (phase 4), where src/attest looks for it.
+    pub image: Option<repro::ImageIdentity>,
+    pub repro: Option<repro::ReproFacts>,
+    pub caches: Option<artifacts::CacheFacts>,
+    pub browsers: Option<artifacts::BrowserFacts>,
+    pub artifacts: Option<artifacts::ArtifactFacts>,
     pub teardown: Option<teardown::TeardownFacts>,
 }
 
@@ -197,8 +218,9 @@ fn take<T>(
     }
 }
 
-/// Runs phases 1 and 2 and the network part of phase 3. Mounts come first because sockets and writability
-/// look inside the host mounts; the rest run side by side.
+/// Runs the probes. Mounts come first because sockets, writability,
+/// secrets, caches, profiles, artifacts and teardown look inside the host
+/// mounts; the rest run side by side, and the network probe from the start.
 pub fn run(ctx: Arc<Context>) -> Collected {
     let mut records = Vec::new();
     let mut findings = Vec::new();
@@ -261,6 +283,40 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         Ok(writable::collect(&c.host, mf.as_deref(), wt))
     });
 
+    // Phase 3 secrets need only the mounts; they run beside phase 2.
+    let c = ctx.clone();
+    let mf = mount_facts.clone();
+    let sec_deadline = budget(&ctx);
+    let inner = sec_deadline
+        .checked_sub(Duration::from_millis(300))
+        .unwrap_or(sec_deadline);
+    let secrets = spawn("secrets", 3, sec_deadline, move || {
+        let ws = c.workspace.as_ref().map(|w| w.0.as_path());
+        Ok(secrets::collect(&c.host, mf.as_deref(), ws, inner))
+    });
+
+    // Phases 4 and 5 need the mount table (which mount holds a cache, a
+    // profile or an artifact) and stop their own work a little before the
+    // runner gives up on them, so a big tree yields a truncated answer.
+    let inner = |d: Instant| d.checked_sub(Duration::from_millis(300)).unwrap_or(d);
+    let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
+    let repro = spawn("repro", 4, d, move || {
+        let ws = c.workspace.as_ref().map(|w| w.0.as_path());
+        repro::collect(&c.host, mf.as_deref(), ws, inner(d))
+    });
+    let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
+    let caches = spawn("caches", 5, d, move || {
+        let ws = c.workspace.as_ref().map(|w| w.0.as_path());
+        artifacts::collect_caches(&c.host, mf.as_deref(), ws, inner(d))
+    });
+    let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
+    let browsers = spawn("browsers", 5, d, move || {
+        artifacts::collect_browsers(&c.host, mf.as_deref(), inner(d))
+    });
+    let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
+    let persistent = spawn("artifacts", 5, d, move || {
+        artifacts::collect_artifacts(&c.host, mf.as_deref(), inner(d))
+    });
     let c = ctx.clone();
     let mf = mount_facts.clone();
     let teardown = spawn("teardown", 6, budget(&ctx), move || {
@@ -303,6 +359,13 @@ pub fn run(ctx: Arc<Context>) -> Collected {
             &mut findings,
             &mut panicked,
         ),
+        secrets: take(
+            secrets.wait(&mut records),
+            "secrets",
+            3,
+            &mut findings,
+            &mut panicked,
+        ),
         teardown: take(
             teardown.wait(&mut records),
             "teardown",
@@ -312,7 +375,53 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         ),
         mounts: None,
         network: None,
+        image: None,
+        repro: None,
+        caches: None,
+        browsers: None,
+        artifacts: None,
     };
+    facts.repro = take(
+        repro.wait(&mut records),
+        "repro",
+        4,
+        &mut findings,
+        &mut panicked,
+    );
+    facts.caches = take(
+        caches.wait(&mut records),
+        "caches",
+        5,
+        &mut findings,
+        &mut panicked,
+    );
+    facts.browsers = take(
+        browsers.wait(&mut records),
+        "browsers",
+        5,
+        &mut findings,
+        &mut panicked,
+    );
+    facts.artifacts = take(
+        persistent.wait(&mut records),
+        "artifacts",
+        5,
+        &mut findings,
+        &mut panicked,
+    );
+    if let Some(r) = &facts.repro {
+        findings.extend(repro::evaluate(r));
+        facts.image = Some(r.image.clone());
+    }
+    if let Some(c) = &facts.caches {
+        findings.extend(artifacts::evaluate_caches(c));
+    }
+    if let Some(b) = &facts.browsers {
+        findings.extend(artifacts::evaluate_browsers(b));
+    }
+    if let Some(a) = &facts.artifacts {
+        findings.extend(artifacts::evaluate_artifacts(a));
+    }
     facts.network = match net_running {
         Some(r) => take(
             r.wait(&mut records),
@@ -350,6 +459,9 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     }
     if let Some(w) = &facts.writable {
         findings.extend(writable::evaluate(w));
+    }
+    if let Some(s) = &facts.secrets {
+        findings.extend(secrets::evaluate(s, &ctx.policy, ctx.host.started()));
     }
     if let Some(t) = &facts.teardown {
         findings.extend(teardown::evaluate(t, &ctx.run_id));

@@ -291,7 +291,7 @@ pub fn collect(host: &Host, mounts: Option<&MountFacts>, deadline: Instant) -> S
 
 /// Connects without blocking: a socket whose listener never accepts fills
 /// its backlog, and a blocking connect(2) would then wait forever.
-fn connect_unix(path: &Path) -> Result<UnixStream, Errno> {
+pub fn connect_unix(path: &Path) -> Result<UnixStream, Errno> {
     let fd: OwnedFd = socket(
         AddressFamily::Unix,
         SockType::Stream,

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::attest::keys::{self, Signer};
 use crate::finding::Finding;
 use crate::host::{read_regular, rfc3339, Cleanup, Host};
 use crate::probe::mounts::{MountClass, MountEntry, MountFacts};
@@ -29,6 +30,64 @@ pub struct Canary {
     pub host_path: String,
     pub class: String,
     pub tool_version: String,
+    /// Ed25519 over the canary's JSON without this field: a canary cannot be
+    /// edited (say, to blame another run) without the signature failing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<CanarySignature>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CanarySignature {
+    pub keyid: String,
+    /// `ssh-ed25519 AAAA…`
+    pub public_key: String,
+    pub ephemeral: bool,
+    /// Base64 of the 64-byte signature.
+    pub sig: String,
+}
+
+impl Canary {
+    fn signed_bytes(&self) -> Vec<u8> {
+        let mut unsigned = self.clone();
+        unsigned.signature = None;
+        serde_json::to_vec(&unsigned).unwrap_or_default()
+    }
+
+    fn sign(&mut self, signer: &Signer) {
+        use base64ct::{Base64, Encoding};
+        let sig = signer.sign(&self.signed_bytes());
+        self.signature = Some(CanarySignature {
+            keyid: signer.keyid(),
+            public_key: keys::public_openssh(&signer.verifying_key()),
+            ephemeral: signer.is_ephemeral(),
+            sig: Base64::encode_string(&sig),
+        });
+    }
+
+    /// "valid", "invalid" or "unsigned". Valid means unchanged since it was
+    /// signed by the key it names; whether that key is trusted is the
+    /// reader's call (the keyid is in the evidence).
+    pub fn signature_state(&self) -> &'static str {
+        let Some(s) = &self.signature else {
+            return "unsigned";
+        };
+        let Ok(vk) = keys::parse_public_key(&s.public_key) else {
+            return "invalid";
+        };
+        let Some(sig) = crate::attest::dsse::decode_b64(&s.sig) else {
+            return "invalid";
+        };
+        let Ok(sig) = ed25519_dalek::Signature::from_slice(&sig) else {
+            return "invalid";
+        };
+        if keys::keyid(&vk) != s.keyid {
+            return "invalid";
+        }
+        match vk.verify_strict(&self.signed_bytes(), &sig) {
+            Ok(()) => "valid",
+            Err(_) => "invalid",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -157,7 +216,9 @@ pub fn evaluate(f: &TeardownFacts, run_id: &str) -> Vec<Finding> {
                 .with("canary_run_id", c.run_id.clone())
                 .with("planted_at", c.planted_at.clone())
                 .with("planted_in", c.location.clone())
-                .with("planted_host_path", c.host_path.clone()),
+                .with("planted_host_path", c.host_path.clone())
+                .with("signature", c.signature_state())
+                .with("keyid", c.signature.as_ref().map(|s| s.keyid.clone())),
             ),
             Some(_) => {}
             None => out.push(
@@ -199,6 +260,9 @@ pub struct Planted {
 #[derive(Debug, Clone, Serialize)]
 pub struct PlantReport {
     pub run_id: String,
+    /// The key the canaries are signed with.
+    pub keyid: String,
+    pub ephemeral_key: bool,
     pub planted_at: String,
     pub planted: Vec<Planted>,
     /// Persistent locations not planted in, and why.
@@ -208,9 +272,17 @@ pub struct PlantReport {
 /// Writes one canary into each writable persistent location. Each file is
 /// registered with `cleanup` before it is created and forgotten only once it
 /// is complete, so an interrupted plant leaves no half-written canary.
-pub fn plant(host: &Host, mounts: &MountFacts, run_id: &str, cleanup: &Cleanup) -> PlantReport {
+pub fn plant(
+    host: &Host,
+    mounts: &MountFacts,
+    run_id: &str,
+    cleanup: &Cleanup,
+    signer: &Signer,
+) -> PlantReport {
     let planted_at = rfc3339(std::time::SystemTime::now());
     let mut rep = PlantReport {
+        keyid: signer.keyid(),
+        ephemeral_key: signer.is_ephemeral(),
         run_id: run_id.to_string(),
         planted_at: planted_at.clone(),
         planted: Vec::new(),
@@ -241,7 +313,8 @@ pub fn plant(host: &Host, mounts: &MountFacts, run_id: &str, cleanup: &Cleanup) 
             });
             continue;
         }
-        let canary = Canary {
+        let mut canary = Canary {
+            signature: None,
             selfprobe_canary: 1,
             run_id: run_id.to_string(),
             planted_at: planted_at.clone(),
@@ -250,6 +323,7 @@ pub fn plant(host: &Host, mounts: &MountFacts, run_id: &str, cleanup: &Cleanup) 
             class: l.class.to_string(),
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
         };
+        canary.sign(signer);
         let rel = Path::new(&l.path).join(format!("{CANARY_PREFIX}{run_id}.json"));
         let real = host.path(&rel);
         let res = write_new(&real, &canary, cleanup);

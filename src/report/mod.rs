@@ -7,6 +7,7 @@ pub mod junit;
 pub mod plant;
 pub mod sarif;
 pub mod text;
+pub mod verify;
 
 use std::collections::BTreeMap;
 
@@ -30,6 +31,9 @@ pub struct Report {
     pub findings: Vec<Finding>,
     pub inventory: Facts,
     pub probes: Vec<ProbeRecord>,
+    /// Set when the run signs its results (--attest, --sshsig): the key's
+    /// id and public half, and whether it was ephemeral.
+    pub signing: Option<crate::attest::SigningInfo>,
 }
 
 #[derive(Debug, Serialize)]
@@ -54,6 +58,8 @@ pub struct RunInfo {
     pub fail_on: Option<Severity>,
     pub timeout_ms: u128,
     pub write_test: bool,
+    /// The verifier's challenge (--nonce), bound into the signatures.
+    pub nonce: Option<String>,
 }
 
 #[derive(Debug, Serialize)]

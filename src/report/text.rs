@@ -75,6 +75,22 @@ pub fn render(r: &Report, color: bool) -> String {
             .unwrap_or_else(|| "none".into()),
         r.run.fail_on.map(|s| s.as_str()).unwrap_or("none"),
     );
+    if let Some(sg) = &r.signing {
+        let _ = writeln!(
+            o,
+            "signed ({}) keyid {}  {}",
+            sg.formats.join(", "),
+            sg.keyid,
+            if sg.ephemeral {
+                "ephemeral key: shows integrity, not who signed".to_string()
+            } else {
+                format!("key from {}", sg.key_source)
+            }
+        );
+    }
+    if let Some(n) = &r.run.nonce {
+        let _ = writeln!(o, "nonce {}", sanitize(n));
+    }
 
     // The remediation is the same for every finding of a code: print it once.
     let mut fixed: Vec<&str> = Vec::new();
@@ -139,7 +155,7 @@ pub fn render(r: &Report, color: bool) -> String {
         } else {
             c.reason.clone()
         };
-        let _ = writeln!(o, "  {:<18} {:>4}  {}", c.name, score, detail);
+        let _ = writeln!(o, "  {:<18} {:>4}  {}", c.name, score, sanitize(&detail));
     }
     let _ = writeln!(
         o,

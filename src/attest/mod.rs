@@ -1,0 +1,174 @@
+//! Signed findings (DESIGN.md §6): a DSSE envelope carrying an in-toto
+//! Statement v1 whose predicate is the JSON report, and an OpenSSH SSHSIG
+//! over the exact report bytes. Both are formats that third-party tools
+//! verify (securesystemslib, ssh-keygen -Y verify, openssl pkeyutl), so the
+//! evidence outlives the workspace and selfprobe itself.
+//!
+//! What the statement binds, and where:
+//! - the probe binary's SHA-256: a subject (name "selfprobe"), and
+//!   predicate.tool.sha256;
+//! - the image identity, when a probe recorded it: a subject (see
+//!   `image_subject`), and the predicate's inventory;
+//! - start and end times: predicate.run.started / predicate.run.finished;
+//! - the verifier's nonce: predicate.run.nonce;
+//! - the signing key and whether it was ephemeral: predicate.signing.
+
+pub mod dsse;
+pub mod keys;
+pub mod sshsig;
+pub mod verify;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::report::{self, Report};
+use keys::Signer;
+
+pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
+/// The predicate is the JSON report, so its type is the report's schema.
+pub const PREDICATE_TYPE: &str = report::SCHEMA;
+/// The SSHSIG namespace: a signature made for selfprobe cannot be replayed
+/// as one for git, file or any other namespace, and vice versa.
+pub const SSHSIG_NAMESPACE: &str = "selfprobe";
+/// The subject name of the probe binary.
+pub const TOOL_SUBJECT: &str = "selfprobe";
+
+/// The largest nonce accepted: a verifier's challenge, not a document.
+pub const MAX_NONCE: usize = 256;
+
+/// The signing section of the report (and so of the predicate): which key
+/// signed, whether it was made for this run only, and what was produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct SigningInfo {
+    pub algorithm: &'static str,
+    /// DSSE keyid (keys::keyid).
+    pub keyid: String,
+    /// `ssh-ed25519 AAAA…`: with an ephemeral key this is the only place the
+    /// public key is recorded.
+    pub public_key: String,
+    /// True when no key was given and one was generated for this run: the
+    /// signature then shows the report was not changed after signing, but
+    /// not who made it.
+    pub ephemeral: bool,
+    /// "file", "fd", "env" or "ephemeral" (never a path or the key).
+    pub key_source: &'static str,
+    /// "dsse" (--attest) and/or "sshsig" (--sshsig).
+    pub formats: Vec<&'static str>,
+}
+
+impl SigningInfo {
+    pub fn new(signer: &Signer, dsse: bool, sshsig: bool) -> SigningInfo {
+        let vk = signer.verifying_key();
+        let mut formats = Vec::new();
+        if dsse {
+            formats.push("dsse");
+        }
+        if sshsig {
+            formats.push("sshsig");
+        }
+        SigningInfo {
+            algorithm: "ed25519",
+            keyid: signer.keyid(),
+            public_key: keys::public_openssh(&vk),
+            ephemeral: signer.is_ephemeral(),
+            key_source: signer.source,
+            formats,
+        }
+    }
+}
+
+/// Checks a `--nonce` value: printable ASCII without spaces, at most
+/// MAX_NONCE bytes, so it can be compared and shown as it is.
+pub fn check_nonce(n: &str) -> Result<(), String> {
+    if n.is_empty() || n.len() > MAX_NONCE || !n.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(format!(
+            "--nonce: expected 1 to {MAX_NONCE} printable ASCII characters without spaces (e.g. the output of `openssl rand -hex 16`)"
+        ));
+    }
+    Ok(())
+}
+
+/// The in-toto Statement v1 for a report.
+pub fn statement(report: &Report) -> Result<Value, String> {
+    let predicate = serde_json::to_value(report)
+        .map_err(|e| format!("cannot attest: the report does not serialize ({e})"))?;
+    let tool = report.tool.sha256.as_deref().ok_or_else(|| {
+        "cannot attest: the probe binary's SHA-256 is unknown (/proc/self/exe was unreadable), and a statement must name the binary that made it".to_string()
+    })?;
+    let mut subject = vec![subject_entry(TOOL_SUBJECT, tool)];
+    if let Some((name, digest)) = image_subject(&predicate) {
+        subject.push(subject_entry(&name, &digest));
+    }
+    Ok(json!({
+        "_type": STATEMENT_TYPE,
+        "subject": subject,
+        "predicateType": PREDICATE_TYPE,
+        "predicate": predicate,
+    }))
+}
+
+fn subject_entry(name: &str, sha256: &str) -> Value {
+    let mut digest = BTreeMap::new();
+    digest.insert("sha256", sha256);
+    json!({"name": name, "digest": digest})
+}
+
+/// The image subject, from the report's `inventory.image` when a probe
+/// recorded one: `digest` ("sha256:<hex>" or bare hex) and, optionally,
+/// `reference` (e.g. "registry/app@sha256:…"). Phase 4 (reproducibility)
+/// fills it; until then it is absent and no image subject is made. An
+/// identity without a SHA-256 digest is in the predicate only: in-toto
+/// subjects need a digest, and none is invented.
+pub fn image_subject(predicate: &Value) -> Option<(String, String)> {
+    let image = predicate.pointer("/inventory/image")?;
+    let digest = image.get("digest")?.as_str()?;
+    let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let name = image
+        .get("reference")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .unwrap_or("container-image");
+    Some((name.to_string(), hex.to_ascii_lowercase()))
+}
+
+/// The --attest file's content: the statement, signed, in a DSSE envelope.
+pub fn envelope(report: &Report, signer: &Signer) -> Result<String, String> {
+    let st = statement(report)?;
+    let payload = serde_json::to_vec(&st)
+        .map_err(|e| format!("cannot attest: the statement does not serialize ({e})"))?;
+    Ok(dsse::Envelope::sign(signer, dsse::PAYLOAD_TYPE, &payload).to_json())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_subject_only_with_a_real_digest() {
+        let hex = "ab".repeat(32);
+        let p = json!({"inventory": {"image": {"digest": format!("sha256:{hex}"), "reference": "r/app"}}});
+        assert_eq!(image_subject(&p), Some(("r/app".into(), hex.clone())));
+        let p = json!({"inventory": {"image": {"digest": hex.to_uppercase()}}});
+        assert_eq!(image_subject(&p), Some(("container-image".into(), hex)));
+        for d in ["sha256:abc", "latest", ""] {
+            let p = json!({"inventory": {"image": {"digest": d}}});
+            assert_eq!(image_subject(&p), None, "{d}");
+        }
+        assert_eq!(image_subject(&json!({"inventory": {}})), None);
+    }
+
+    #[test]
+    fn nonce_rules() {
+        assert!(check_nonce("3f9a-01").is_ok());
+        assert!(check_nonce(&"a".repeat(MAX_NONCE)).is_ok());
+        for bad in ["", "a b", "x\n", "\u{1b}[31m", "é"] {
+            assert!(check_nonce(bad).is_err(), "{bad:?}");
+        }
+        assert!(check_nonce(&"a".repeat(MAX_NONCE + 1)).is_err());
+    }
+}

@@ -1,0 +1,347 @@
+//! Where a path lives, for the phase 4 and 5 probes: which homes exist, what a
+//! path resolves to without leaving the root, which mount holds it, whether
+//! that mount outlives the container, and who owns it.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::host::Host;
+use crate::probe::mounts::{MountClass, MountEntry, MountFacts};
+
+/// At most this many homes are looked at: /etc/passwd and /home can be huge
+/// on a shared host root, and the first ones make the point.
+pub const MAX_HOMES: usize = 64;
+const MAX_LINKS: usize = 40;
+
+/// Users from /etc/passwd (parsed by hand: a static binary has no NSS).
+#[derive(Debug, Clone, Default)]
+pub struct Users {
+    pub by_uid: BTreeMap<u32, String>,
+    /// (name, home, shell)
+    pub entries: Vec<(String, String, String)>,
+}
+
+impl Users {
+    pub fn load(host: &Host) -> Users {
+        let mut u = Users::default();
+        let Ok(text) = host.read("/etc/passwd") else {
+            return u;
+        };
+        for line in text.lines().take(10_000) {
+            let f: Vec<&str> = line.split(':').collect();
+            if f.len() < 7 || line.starts_with('#') {
+                continue;
+            }
+            if let Ok(uid) = f[2].parse::<u32>() {
+                u.by_uid.entry(uid).or_insert_with(|| f[0].to_string());
+            }
+            u.entries
+                .push((f[0].to_string(), f[5].to_string(), f[6].to_string()));
+        }
+        u
+    }
+
+    pub fn owner(&self, uid: u32) -> Owner {
+        Owner {
+            uid,
+            name: self.by_uid.get(&uid).cloned(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Owner {
+    pub uid: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl Owner {
+    pub fn label(&self) -> String {
+        match &self.name {
+            Some(n) => format!("{n} ({})", self.uid),
+            None => format!("uid {}", self.uid),
+        }
+    }
+}
+
+/// Every home worth looking in: /root, /home/*, login users' homes from
+/// /etc/passwd, $HOME, and host mounts that look like a home.
+pub fn homes(host: &Host, users: &Users, mounts: Option<&MountFacts>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut add = |p: PathBuf| {
+        if out.len() < MAX_HOMES && !out.contains(&p) && host.path(&p).is_dir() {
+            out.push(p);
+        }
+    };
+    add(PathBuf::from("/root"));
+    if let Ok(rd) = std::fs::read_dir(host.path("/home")) {
+        let mut names: Vec<PathBuf> = rd
+            .flatten()
+            .take(1000)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| Path::new("/home").join(e.file_name()))
+            .collect();
+        names.sort();
+        names.into_iter().for_each(&mut add);
+    }
+    for (_, home, shell) in &users.entries {
+        let login = !(shell.ends_with("nologin") || shell.ends_with("/false"));
+        let usual = ["/home/", "/root", "/Users/", "/var/home/"]
+            .iter()
+            .any(|p| home.starts_with(p));
+        if home.starts_with('/') && home != "/" && (login || usual) {
+            add(PathBuf::from(home));
+        }
+    }
+    if let Some(h) = std::env::var_os("HOME") {
+        let h = PathBuf::from(h);
+        if h.is_absolute() && h != Path::new("/") {
+            add(h);
+        }
+    }
+    if let Some(m) = mounts {
+        for e in &m.mounts {
+            if e.kinds.contains(&"home") {
+                add(e.mount.mount_point.clone());
+            }
+        }
+        // The host's own homes, on a mounted host root (-v /:/host).
+        for e in m.mounts.iter().filter(|e| e.class == MountClass::HostRoot) {
+            let mp = &e.mount.mount_point;
+            add(mp.join("root"));
+            if let Ok(rd) = std::fs::read_dir(host.path(mp.join("home"))) {
+                let mut names: Vec<PathBuf> = rd
+                    .flatten()
+                    .take(1000)
+                    .filter(|d| d.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|d| mp.join("home").join(d.file_name()))
+                    .collect();
+                names.sort();
+                names.into_iter().for_each(&mut add);
+            }
+        }
+    }
+    out
+}
+
+/// Resolves `p` (absolute, inside the root) the way the kernel would inside
+/// the container, but with absolute link targets taken relative to the root,
+/// so that a link never leads out of the tree being probed. None on a loop or
+/// a dangling link; missing trailing components are kept as they are.
+pub fn resolve(host: &Host, p: &Path) -> Option<PathBuf> {
+    let mut todo: Vec<std::ffi::OsString> = p
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+        .collect();
+    todo.reverse();
+    let mut cur = PathBuf::from("/");
+    let mut links = 0;
+    let mut missing = false;
+    while let Some(c) = todo.pop() {
+        if c == ".." {
+            cur.pop();
+            continue;
+        }
+        let next = cur.join(&c);
+        if missing {
+            cur = next;
+            continue;
+        }
+        match std::fs::symlink_metadata(host.path(&next)) {
+            Ok(m) if m.file_type().is_symlink() => {
+                links += 1;
+                if links > MAX_LINKS {
+                    return None;
+                }
+                let target = std::fs::read_link(host.path(&next)).ok()?;
+                if target.is_absolute() {
+                    cur = PathBuf::from("/");
+                }
+                let mut parts: Vec<std::ffi::OsString> = target
+                    .components()
+                    .filter_map(|c| match c {
+                        Component::Normal(n) => Some(n.to_os_string()),
+                        Component::ParentDir => Some("..".into()),
+                        _ => None,
+                    })
+                    .collect();
+                parts.reverse();
+                todo.extend(parts);
+            }
+            Ok(_) => cur = next,
+            Err(_) => {
+                missing = true;
+                cur = next;
+            }
+        }
+    }
+    Some(cur)
+}
+
+/// How long what is stored at a path lives, seen from the container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Retention {
+    /// Survives the container: a host path, a volume or the workspace.
+    Persistent,
+    /// Goes with the container: its own layer or a tmpfs.
+    Ephemeral,
+    /// No mount table to tell.
+    Unknown,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Placement {
+    pub mount_point: String,
+    pub mount_class: Option<MountClass>,
+    /// The path inside the mount's source (field 4), for host binds and volumes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_path: Option<String>,
+    pub fstype: String,
+    pub retention: Retention,
+    /// host, volume, workspace, or none.
+    pub shared_with: &'static str,
+    pub read_only_mount: bool,
+}
+
+/// The mount that holds `p` (an already resolved in-root path): the longest
+/// mount point above it, the last listed when several are stacked.
+pub fn mount_of<'a>(mounts: &'a MountFacts, p: &Path) -> Option<&'a MountEntry> {
+    let mut best: Option<&MountEntry> = None;
+    for e in &mounts.mounts {
+        if p.starts_with(&e.mount.mount_point) {
+            let better = best.is_none_or(|b| {
+                e.mount.mount_point.as_os_str().len() >= b.mount.mount_point.as_os_str().len()
+            });
+            if better {
+                best = Some(e);
+            }
+        }
+    }
+    best
+}
+
+pub fn place(mounts: Option<&MountFacts>, p: &Path) -> Placement {
+    let Some(e) = mounts.and_then(|m| mount_of(m, p)) else {
+        return Placement {
+            mount_point: String::new(),
+            mount_class: None,
+            host_path: None,
+            fstype: String::new(),
+            retention: Retention::Unknown,
+            shared_with: "unknown",
+            read_only_mount: false,
+        };
+    };
+    let (retention, shared_with) = match e.class {
+        MountClass::HostBind | MountClass::HostRoot | MountClass::Socket => {
+            (Retention::Persistent, "host")
+        }
+        MountClass::Volume => (Retention::Persistent, "volume"),
+        MountClass::Workspace => (Retention::Persistent, "workspace"),
+        MountClass::RootFs
+        | MountClass::Tmpfs
+        | MountClass::Pseudo
+        | MountClass::Device
+        | MountClass::EngineManaged => (Retention::Ephemeral, "none"),
+    };
+    let host_path = (retention == Retention::Persistent).then(|| {
+        let rel = p
+            .strip_prefix(&e.mount.mount_point)
+            .unwrap_or(Path::new(""));
+        let root = &e.mount.root;
+        if rel.as_os_str().is_empty() {
+            root.to_string_lossy().into_owned()
+        } else {
+            root.join(rel).to_string_lossy().into_owned()
+        }
+    });
+    Placement {
+        mount_point: e.mount.mount_point.to_string_lossy().into_owned(),
+        mount_class: Some(e.class),
+        host_path,
+        fstype: e.mount.fstype.clone(),
+        retention,
+        shared_with,
+        read_only_mount: e.read_only,
+    }
+}
+
+/// uid of what is at `p` (in-root path), without following a final link.
+pub fn uid_of(host: &Host, p: &Path) -> Option<u32> {
+    std::fs::symlink_metadata(host.path(p))
+        .ok()
+        .map(|m| m.uid())
+}
+
+/// Joins a home-relative or absolute catalog path onto a home.
+pub fn under(home: &Path, rel: &str) -> PathBuf {
+    if rel.starts_with('/') {
+        PathBuf::from(rel)
+    } else {
+        home.join(rel)
+    }
+}
+
+/// A catalog `env` entry: "VAR" or "VAR/sub". Only absolute values count: a
+/// relative one depends on a working directory this process does not share.
+pub fn env_path(entry: &str) -> Option<PathBuf> {
+    let (var, sub) = match entry.split_once('/') {
+        Some((v, s)) => (v, Some(s)),
+        None => (entry, None),
+    };
+    let v = std::env::var_os(var)?;
+    let base = PathBuf::from(v);
+    if !base.is_absolute() {
+        return None;
+    }
+    Some(match sub {
+        Some(s) => base.join(s),
+        None => base,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+    use std::time::Duration;
+
+    #[test]
+    fn resolves_links_inside_the_root_only() {
+        let dir = std::env::temp_dir().join(format!("selfprobe-place-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("data/cache")).unwrap();
+        std::fs::create_dir_all(dir.join("root")).unwrap();
+        // An absolute target is taken inside the root, never on the real host.
+        symlink("/data/cache", dir.join("root/.cache")).unwrap();
+        symlink("../../etc", dir.join("data/up")).unwrap();
+        symlink("loop2", dir.join("loop1")).unwrap();
+        symlink("loop1", dir.join("loop2")).unwrap();
+        let h = Host::new(dir.clone(), Duration::from_secs(1));
+        assert_eq!(
+            resolve(&h, Path::new("/root/.cache/pip")),
+            Some(PathBuf::from("/data/cache/pip"))
+        );
+        assert_eq!(
+            resolve(&h, Path::new("/data/up/passwd")),
+            Some(PathBuf::from("/etc/passwd")),
+            ".. stops at the root"
+        );
+        assert_eq!(resolve(&h, Path::new("/loop1/x")), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn env_paths() {
+        assert_eq!(env_path("SELFPROBE_SURELY_UNSET_VAR/x"), None);
+    }
+}

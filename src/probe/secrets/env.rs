@@ -1,0 +1,217 @@
+//! secret.env and secret.process-env: this process's environment and every
+//! other process's /proc/PID/environ that can be read, through the rules of
+//! probes/env-secrets.toml. Values stay in memory only as long as the rules
+//! look at them; what is kept is the name, the kind and the rule.
+
+use std::collections::HashMap;
+use std::io;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::rules::env_secrets;
+use super::short;
+use crate::host::{read_regular, Host};
+
+/// /proc/PID/environ is bounded by ARG_MAX; more than this is not a real one.
+const MAX_ENVIRON: u64 = 256 * 1024;
+const MAX_PROCESSES: usize = 4096;
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct EnvHit {
+    pub name: String,
+    pub kind: String,
+    /// The rule that matched: "name *TOKEN", "value prefix ghp_", ...
+    pub rule: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ProcFacts {
+    /// Processes looked at (all numeric /proc entries but our own).
+    pub scanned: usize,
+    pub readable: usize,
+    /// environ could not be read (another uid without CAP_SYS_PTRACE).
+    pub denied: usize,
+    /// Secret-looking variables that another process shares with ours, same
+    /// name and value: already reported as secret.env.
+    pub shared_with_self: usize,
+    pub truncated: bool,
+    pub hits: Vec<ProcHit>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcHit {
+    pub pid: u32,
+    pub comm: String,
+    pub uid: Option<u32>,
+    pub variables: Vec<EnvHit>,
+}
+
+/// NUL-separated NAME=value pairs, as in /proc/PID/environ.
+pub fn parse_environ(bytes: &[u8]) -> Vec<(String, String)> {
+    bytes
+        .split(|b| *b == 0)
+        .filter(|kv| !kv.is_empty())
+        .filter_map(|kv| {
+            let eq = kv.iter().position(|b| *b == b'=')?;
+            Some((
+                String::from_utf8_lossy(&kv[..eq]).into_owned(),
+                String::from_utf8_lossy(&kv[eq + 1..]).into_owned(),
+            ))
+        })
+        .collect()
+}
+
+/// This process's environment: the live one, or the fixture tree's
+/// /proc/self/environ under `--root`, so tests never see the environment
+/// of whoever runs them.
+pub fn own_environ(host: &Host) -> Vec<(String, String)> {
+    if host.is_live() {
+        std::env::vars_os()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })
+            .collect()
+    } else {
+        read_regular(&host.path("/proc/self/environ"), MAX_ENVIRON)
+            .map(|b| parse_environ(&b))
+            .unwrap_or_default()
+    }
+}
+
+pub fn scan(vars: &[(String, String)]) -> Vec<EnvHit> {
+    let rules = env_secrets();
+    let mut out: Vec<EnvHit> = vars
+        .iter()
+        .filter_map(|(k, v)| {
+            rules.classify(k, v).map(|h| EnvHit {
+                name: short(k, 128),
+                kind: h.kind,
+                rule: h.rule,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out.dedup_by(|a, b| a.name == b.name);
+    out
+}
+
+/// Reads every other process's environ. `also` receives (pid, name, value)
+/// of the variables the caller wants beyond secrets (SSH_AUTH_SOCK), which
+/// are paths, not secrets.
+pub fn scan_processes(
+    host: &Host,
+    own: &[(String, String)],
+    wanted: &[&str],
+    also: &mut Vec<(u32, String, String)>,
+    deadline: Instant,
+) -> ProcFacts {
+    let mut f = ProcFacts::default();
+    let Ok(rd) = std::fs::read_dir(host.path("/proc")) else {
+        return f;
+    };
+    let mine: HashMap<&str, &str> = own.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let self_pid = host.is_live().then(std::process::id);
+    let mut pids: Vec<u32> = rd
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| Some(*p) != self_pid)
+        .collect();
+    pids.sort_unstable();
+    if pids.len() > MAX_PROCESSES {
+        pids.truncate(MAX_PROCESSES);
+        f.truncated = true;
+    }
+    let rules = env_secrets();
+    for pid in pids {
+        if Instant::now() > deadline {
+            f.truncated = true;
+            break;
+        }
+        f.scanned += 1;
+        let bytes = match read_regular(&host.path(format!("/proc/{pid}/environ")), MAX_ENVIRON) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                f.denied += 1;
+                continue;
+            }
+            // Gone meanwhile, a kernel thread, or a fixture without one.
+            Err(_) => continue,
+        };
+        f.readable += 1;
+        let mut vars = Vec::new();
+        for (k, v) in parse_environ(&bytes) {
+            if wanted.contains(&k.as_str()) && !v.is_empty() {
+                also.push((pid, k.clone(), v.clone()));
+            }
+            let Some(h) = rules.classify(&k, &v) else {
+                continue;
+            };
+            if mine.get(k.as_str()) == Some(&v.as_str()) {
+                f.shared_with_self += 1;
+                continue;
+            }
+            vars.push(EnvHit {
+                name: short(&k, 128),
+                kind: h.kind,
+                rule: h.rule,
+            });
+        }
+        if vars.is_empty() {
+            continue;
+        }
+        vars.sort_by(|a, b| a.name.cmp(&b.name));
+        vars.dedup_by(|a, b| a.name == b.name);
+        let comm = host
+            .read(format!("/proc/{pid}/comm"))
+            .map(|c| short(c.trim(), 32))
+            .unwrap_or_default();
+        let uid = host.read(format!("/proc/{pid}/status")).ok().and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        });
+        f.hits.push(ProcHit {
+            pid,
+            comm,
+            uid,
+            variables: vars,
+        });
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environ_parsing() {
+        let v = parse_environ(b"A=1\0B=x=y\0\0NOEQ\0C=\0");
+        assert_eq!(
+            v,
+            vec![
+                ("A".into(), "1".into()),
+                ("B".into(), "x=y".into()),
+                ("C".into(), String::new())
+            ]
+        );
+    }
+
+    #[test]
+    fn scan_reports_names_only() {
+        let secret = format!("glpat-{}", "Xy7".repeat(8));
+        let hits = scan(&[
+            ("CI_TOKEN".into(), secret.clone()),
+            ("HOME".into(), "/root".into()),
+        ]);
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].name, "CI_TOKEN");
+        assert_eq!(hits[0].rule, "value prefix glpat-");
+        let shown = format!("{hits:?}");
+        assert!(!shown.contains(&secret[6..]));
+    }
+}

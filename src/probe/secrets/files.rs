@@ -1,0 +1,1183 @@
+//! secret.file and the search behind it (and behind the history, token
+//! and agent checks): every home, the workspace and every host mount. The
+//! standard places under each home are looked at directly, so a large home
+//! never hides ~/.aws/credentials; then a breadth-first walk with budgets
+//! on entries, depth and time, pruning probes/credentials.toml [walk] prune.
+//!
+//! The walk never follows a symlink into a directory; a symlinked file is
+//! checked only when it resolves inside the root being searched. Nothing
+//! that is not a regular file is opened (FIFOs, sockets, devices are
+//! judged by their type from readdir/lstat), and a file is opened with
+//! O_NOFOLLOW|O_NONBLOCK (and O_NOATIME where allowed) and read only as far
+//! as its rule needs.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fs::{File, Metadata};
+use std::io::{self, Read};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Component, Path, PathBuf};
+use std::time::Instant;
+
+use nix::fcntl::OFlag;
+use nix::unistd::AccessFlags;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::helpers::{self, Helper};
+use super::history::{self, History};
+use super::rules::{
+    credentials, env_secrets, glob1, suffix_match, url_userinfo, Check, Entries, FileRule, Protocol,
+};
+use super::tokens::{self, Token};
+use super::{MountIndex, Passwd};
+use crate::host::Host;
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Budget {
+    pub entries: usize,
+    pub depth: usize,
+}
+
+/// The workspace and host mounts: a repository with its dependencies
+/// pruned is well inside this; a larger tree is reported as truncated.
+pub const ROOT_BUDGET: Budget = Budget {
+    entries: 100_000,
+    depth: 12,
+};
+/// A home's standard places are looked at directly; the walk is for keys
+/// and .env files elsewhere in it.
+pub const HOME_BUDGET: Budget = Budget {
+    entries: 50_000,
+    depth: 8,
+};
+pub const TOTAL_ENTRIES: usize = 250_000;
+/// Files opened to confirm a rule; each read is at most the rule's max_read.
+pub const MAX_CHECKS: usize = 5_000;
+/// Paths kept as examples in the facts (denied, special files).
+const MAX_EXAMPLES: usize = 20;
+const MAX_LISTING: usize = 2_000;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CredFile {
+    pub path: String,
+    pub kind: String,
+    /// The probes/credentials.toml path that matched.
+    pub rule: String,
+    /// How the file was found: home:/home/dev, workspace, host-mount:/data,
+    /// env:KUBECONFIG ...
+    pub origin: String,
+    pub owner_uid: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    pub mode: String,
+    pub size: u64,
+    /// access(2) R_OK for this process.
+    pub readable: bool,
+    /// The contents confirmed the rule (None: not readable, named only).
+    pub confirmed: Option<bool>,
+    /// For a private key: openssh, pem-rsa, pkcs8, putty, pgp...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    /// For a private key: whether it is protected by a passphrase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encrypted: Option<bool>,
+    /// Names inside it (profiles, registry hosts, variable names), never values.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub entries: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mount: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mount_class: Option<crate::probe::mounts::MountClass>,
+    pub persistent: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RootStat {
+    pub path: String,
+    pub origin: String,
+    pub entries: usize,
+    pub dirs: usize,
+    pub depth_reached: usize,
+    pub elapsed_us: u128,
+    /// Why the walk of this root stopped early, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SearchFacts {
+    pub homes: Vec<String>,
+    pub roots: Vec<RootStat>,
+    pub entries: usize,
+    pub dirs: usize,
+    /// Directories not entered: [walk] prune, pseudo filesystems.
+    pub pruned: usize,
+    /// Directories below the depth budget.
+    pub depth_limited: usize,
+    /// Directories this user may not list: not reachable from here either.
+    pub denied: usize,
+    pub denied_examples: Vec<String>,
+    /// FIFOs, sockets and devices with a credential's name: never opened.
+    pub special_skipped: usize,
+    pub special_examples: Vec<String>,
+    pub symlinks_out_of_scope: usize,
+    pub files_checked: usize,
+    /// Readable files whose contents did not confirm their rule.
+    pub unconfirmed: usize,
+    pub bytes_read: u64,
+    pub walk_us: u128,
+    pub entries_per_s: u64,
+    pub budget: BudgetFacts,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BudgetFacts {
+    pub root_entries: usize,
+    pub root_depth: usize,
+    pub home_entries: usize,
+    pub home_depth: usize,
+    pub total_entries: usize,
+    pub max_checks: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Root {
+    pub path: PathBuf,
+    pub origin: String,
+    /// The same directory as the host sees it (a bind's source path), so a
+    /// rule like .aws/credentials matches -v ~/.aws:/creds too.
+    pub alias: Option<PathBuf>,
+    pub budget: Budget,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum What {
+    File(usize),
+    History(usize),
+}
+
+#[derive(Debug, Clone)]
+struct Candidate {
+    path: PathBuf,
+    what: What,
+    origin: String,
+    scope: PathBuf,
+}
+
+/// Catalog paths indexed by their last component, so the walk pays one
+/// hash lookup per file name plus the few globbed names, and a pattern's
+/// parent component is checked against the directory's name before the
+/// whole path is built.
+struct Matcher {
+    pats: Vec<Vec<String>>,
+    excludes: Vec<Vec<String>>,
+    exact: HashMap<String, Vec<usize>>,
+    globbed: Vec<usize>,
+}
+
+impl Matcher {
+    fn new<'a>(items: impl Iterator<Item = (&'a str, &'a [String])>) -> Matcher {
+        let mut m = Matcher {
+            pats: Vec::new(),
+            excludes: Vec::new(),
+            exact: HashMap::new(),
+            globbed: Vec::new(),
+        };
+        for (i, (p, ex)) in items.enumerate() {
+            let comps: Vec<String> = p.split('/').map(str::to_string).collect();
+            let last = comps.last().cloned().unwrap_or_default();
+            if last.contains('*') {
+                m.globbed.push(i);
+            } else {
+                m.exact.entry(last).or_default().push(i);
+            }
+            m.pats.push(comps);
+            m.excludes.push(ex.to_vec());
+        }
+        m
+    }
+
+    /// The first pattern (in catalog order) that `name`, in a directory
+    /// called `parent`, matches; `comps` gives the whole path when needed.
+    fn first(
+        &self,
+        name: &str,
+        parent: &str,
+        comps: &mut dyn FnMut() -> Vec<String>,
+    ) -> Option<usize> {
+        let exact = self.exact.get(name).map(Vec::as_slice).unwrap_or(&[]);
+        let globbed = self
+            .globbed
+            .iter()
+            .copied()
+            .filter(|i| glob1(self.pats[*i].last().map_or("", String::as_str), name));
+        let mut hits: Vec<usize> = Vec::new();
+        for i in exact.iter().copied().chain(globbed) {
+            let p = &self.pats[i];
+            let parent_ok = p.len() < 2 || glob1(&p[p.len() - 2], parent);
+            if parent_ok && !self.excludes[i].iter().any(|e| glob1(e, name)) {
+                hits.push(i);
+            }
+        }
+        if hits.is_empty() {
+            return None;
+        }
+        hits.sort_unstable();
+        let mut full: Option<Vec<String>> = None;
+        for i in hits {
+            if self.pats[i].len() <= 2 {
+                return Some(i);
+            }
+            let c = full.get_or_insert_with(&mut *comps);
+            let refs: Vec<&str> = c.iter().map(String::as_str).collect();
+            if suffix_match(&self.pats[i].join("/"), &refs) {
+                return Some(i);
+            }
+        }
+        None
+    }
+}
+
+fn parent_name(p: &Path) -> String {
+    p.parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+pub fn comps(p: &Path) -> Vec<String> {
+    p.components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect()
+}
+
+pub struct Search<'a> {
+    host: &'a Host,
+    mounts: &'a MountIndex,
+    passwd: &'a Passwd,
+    walk_deadline: Instant,
+    deadline: Instant,
+    visited: HashSet<(u64, u64)>,
+    cand_paths: HashSet<PathBuf>,
+    cands: Vec<Candidate>,
+    /// Sockets with an agent's name found by the walk, with where.
+    pub sockets: Vec<(PathBuf, String, Option<Protocol>)>,
+    pub facts: SearchFacts,
+    total: usize,
+    files: Matcher,
+    histories: Matcher,
+    prune: Matcher,
+    agents: Matcher,
+}
+
+const NO_EXCLUDES: &[String] = &[];
+
+impl<'a> Search<'a> {
+    pub fn new(
+        host: &'a Host,
+        mounts: &'a MountIndex,
+        passwd: &'a Passwd,
+        walk_deadline: Instant,
+        deadline: Instant,
+    ) -> Search<'a> {
+        let cat = credentials();
+        Search {
+            host,
+            mounts,
+            passwd,
+            walk_deadline,
+            deadline,
+            visited: HashSet::new(),
+            cand_paths: HashSet::new(),
+            cands: Vec::new(),
+            sockets: Vec::new(),
+            facts: SearchFacts {
+                budget: BudgetFacts {
+                    root_entries: ROOT_BUDGET.entries,
+                    root_depth: ROOT_BUDGET.depth,
+                    home_entries: HOME_BUDGET.entries,
+                    home_depth: HOME_BUDGET.depth,
+                    total_entries: TOTAL_ENTRIES,
+                    max_checks: MAX_CHECKS,
+                },
+                ..SearchFacts::default()
+            },
+            total: 0,
+            files: Matcher::new(
+                cat.file
+                    .iter()
+                    .map(|f| (f.path.as_str(), f.exclude.as_slice())),
+            ),
+            histories: Matcher::new(cat.history.iter().map(|h| (h.path.as_str(), NO_EXCLUDES))),
+            prune: Matcher::new(cat.walk.prune.iter().map(|p| (p.as_str(), NO_EXCLUDES))),
+            agents: Matcher::new(
+                cat.walk
+                    .agent_sockets
+                    .iter()
+                    .map(|p| (p.as_str(), NO_EXCLUDES)),
+            ),
+        }
+    }
+
+    fn classify(&self, path: &Path, alias: Option<&Path>) -> Option<What> {
+        let name = path.file_name()?.to_string_lossy().into_owned();
+        let parent = parent_name(path);
+        let mut c = || comps(path);
+        if let Some(i) = self.files.first(&name, &parent, &mut c) {
+            return Some(What::File(i));
+        }
+        if let Some(i) = self.histories.first(&name, &parent, &mut c) {
+            return Some(What::History(i));
+        }
+        let alias = alias?;
+        let parent = parent_name(alias);
+        let mut a = || comps(alias);
+        if let Some(i) = self.files.first(&name, &parent, &mut a) {
+            return Some(What::File(i));
+        }
+        self.histories
+            .first(&name, &parent, &mut a)
+            .map(What::History)
+    }
+
+    fn push(&mut self, path: PathBuf, what: What, origin: &str, scope: &Path) {
+        if self.cand_paths.insert(path.clone()) {
+            self.cands.push(Candidate {
+                path,
+                what,
+                origin: origin.to_string(),
+                scope: scope.to_path_buf(),
+            });
+        }
+    }
+
+    /// A file found anywhere (a walk, a home's standard place, a bind of
+    /// one file): kept when a rule matches its path or the host's.
+    pub fn consider(&mut self, path: &Path, alias: Option<&Path>, origin: &str, scope: &Path) {
+        if let Some(w) = self.classify(path, alias) {
+            self.push(path.to_path_buf(), w, origin, scope);
+        }
+    }
+
+    /// A file named by a variable: checked under the rule it stands for.
+    pub fn add_pointer(&mut self, path: PathBuf, rule_path: &str, origin: &str) {
+        let Some(i) = credentials().file.iter().position(|f| f.path == rule_path) else {
+            return;
+        };
+        let scope = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        self.push(path, What::File(i), origin, &scope);
+    }
+
+    pub fn add_history(&mut self, path: PathBuf, origin: &str) {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let i = self
+            .histories
+            .first(&name, &parent_name(&path), &mut || comps(&path))
+            .unwrap_or(0);
+        let scope = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        self.push(path, What::History(i), origin, &scope);
+    }
+
+    fn list(&self, dir: &Path) -> Vec<String> {
+        std::fs::read_dir(self.host.path(dir))
+            .map(|rd| {
+                rd.flatten()
+                    .take(MAX_LISTING)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Existing paths under `base` that match `pattern` (`*` within a
+    /// component), listing each directory at most once.
+    pub fn expand(
+        &self,
+        base: &Path,
+        pattern: &str,
+        listings: &mut HashMap<PathBuf, Vec<String>>,
+    ) -> Vec<PathBuf> {
+        let mut acc = vec![base.to_path_buf()];
+        for comp in pattern.split('/').filter(|c| !c.is_empty()) {
+            let mut next = Vec::new();
+            for b in &acc {
+                if comp.contains('*') {
+                    let names = listings.entry(b.clone()).or_insert_with(|| self.list(b));
+                    next.extend(names.iter().filter(|n| glob1(comp, n)).map(|n| b.join(n)));
+                } else {
+                    next.push(b.join(comp));
+                }
+            }
+            next.truncate(MAX_LISTING);
+            acc = next;
+        }
+        acc.into_iter()
+            .filter(|p| std::fs::symlink_metadata(self.host.path(p)).is_ok())
+            .collect()
+    }
+
+    /// The standard places under one home: every [[file]] and [[history]]
+    /// path, and the home-relative agent sockets.
+    pub fn probe_home(&mut self, home: &Root) {
+        let cat = credentials();
+        let mut listings = HashMap::new();
+        let mut found = Vec::new();
+        for p in cat
+            .file
+            .iter()
+            .map(|f| f.path.as_str())
+            .chain(cat.history.iter().map(|h| h.path.as_str()))
+        {
+            found.extend(self.expand(&home.path, p, &mut listings));
+        }
+        for p in found {
+            let alias = home
+                .alias
+                .as_ref()
+                .and_then(|a| p.strip_prefix(&home.path).ok().map(|rel| a.join(rel)));
+            self.consider(&p, alias.as_deref(), &home.origin, &home.path);
+        }
+        for a in &cat.agent {
+            if let Some(rel) = a.path.strip_prefix("~/") {
+                for p in self.expand(&home.path, rel, &mut listings) {
+                    self.sockets
+                        .push((p, format!("catalog:{}", a.path), Some(a.protocol)));
+                }
+            }
+        }
+    }
+
+    fn note(list: &mut Vec<String>, p: String) {
+        if list.len() < MAX_EXAMPLES {
+            list.push(p);
+        }
+    }
+
+    /// Breadth first, so a budget that runs out leaves the shallow places,
+    /// where credentials sit, examined.
+    pub fn walk(&mut self, root: &Root) {
+        let started = Instant::now();
+        let mut st = RootStat {
+            path: root.path.to_string_lossy().into_owned(),
+            origin: root.origin.clone(),
+            entries: 0,
+            dirs: 0,
+            depth_reached: 0,
+            elapsed_us: 0,
+            truncated: None,
+        };
+        let mut queue = VecDeque::from([(root.path.clone(), 0usize)]);
+        'dirs: while let Some((dir, depth)) = queue.pop_front() {
+            let hp = self.host.path(&dir);
+            let meta = match std::fs::symlink_metadata(&hp) {
+                Ok(m) if m.is_dir() => m,
+                // A root that is a symlink (/workspaces/app -> /src/app) is
+                // followed, as long as it stays inside the probed tree.
+                Ok(m) if depth == 0 && m.file_type().is_symlink() => {
+                    match resolve_in_scope(&hp, self.host.root()) {
+                        Some((_, m)) if m.is_dir() => m,
+                        _ => continue,
+                    }
+                }
+                _ => continue,
+            };
+            if !self.visited.insert((meta.dev(), meta.ino())) {
+                continue;
+            }
+            if self.mounts.is_pseudo(&dir) {
+                self.facts.pruned += 1;
+                continue;
+            }
+            let rd = match std::fs::read_dir(&hp) {
+                Ok(rd) => rd,
+                Err(e) => {
+                    if e.kind() == io::ErrorKind::PermissionDenied {
+                        self.facts.denied += 1;
+                        Self::note(
+                            &mut self.facts.denied_examples,
+                            dir.to_string_lossy().into_owned(),
+                        );
+                    }
+                    continue;
+                }
+            };
+            st.dirs += 1;
+            st.depth_reached = st.depth_reached.max(depth);
+            let mut dir_comps: Option<Vec<String>> = None;
+            let dir_name = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            for ent in rd {
+                let Ok(ent) = ent else { continue };
+                st.entries += 1;
+                self.total += 1;
+                if st.entries > root.budget.entries {
+                    st.truncated = Some(format!("entry budget of {} reached", root.budget.entries));
+                    break 'dirs;
+                }
+                if self.total > TOTAL_ENTRIES {
+                    st.truncated =
+                        Some(format!("the run's entry budget of {TOTAL_ENTRIES} reached"));
+                    break 'dirs;
+                }
+                if st.entries % 256 == 0 && Instant::now() > self.walk_deadline {
+                    st.truncated = Some("time budget reached".into());
+                    break 'dirs;
+                }
+                let Ok(ft) = ent.file_type() else { continue };
+                let name = ent.file_name();
+                let name_s = name.to_string_lossy();
+                if ft.is_dir() {
+                    let pruned = self
+                        .prune
+                        .first(&name_s, &dir_name, &mut || {
+                            let mut c = dir_comps.get_or_insert_with(|| comps(&dir)).clone();
+                            c.push(name_s.to_string());
+                            c
+                        })
+                        .is_some();
+                    if pruned {
+                        self.facts.pruned += 1;
+                        if name_s == ".git" {
+                            // Pruned, but its config can hold a remote URL with a token.
+                            let cfg = dir.join(".git/config");
+                            let alias = root
+                                .alias
+                                .as_ref()
+                                .and_then(|a| cfg.strip_prefix(&root.path).ok().map(|r| a.join(r)));
+                            self.consider(&cfg, alias.as_deref(), &root.origin, &root.path);
+                        }
+                        continue;
+                    }
+                    if depth + 1 > root.budget.depth {
+                        self.facts.depth_limited += 1;
+                        continue;
+                    }
+                    queue.push_back((dir.join(&name), depth + 1));
+                    continue;
+                }
+                let path = || dir.join(&name);
+                if ft.is_file() || ft.is_symlink() {
+                    let mut c = || {
+                        let mut c = dir_comps.get_or_insert_with(|| comps(&dir)).clone();
+                        c.push(name_s.to_string());
+                        c
+                    };
+                    let hit = self
+                        .files
+                        .first(&name_s, &dir_name, &mut c)
+                        .map(What::File)
+                        .or_else(|| {
+                            self.histories
+                                .first(&name_s, &dir_name, &mut c)
+                                .map(What::History)
+                        });
+                    let hit = hit.or_else(|| {
+                        let alias = root.alias.as_ref()?;
+                        let p = path();
+                        let rel = p.strip_prefix(&root.path).ok()?;
+                        let a = alias.join(rel);
+                        self.classify(&a, None)
+                    });
+                    if let Some(w) = hit {
+                        self.push(path(), w, &root.origin, &root.path);
+                    }
+                } else if ft.is_socket() {
+                    if self.agents.first(&name_s, "", &mut Vec::new).is_some() {
+                        let hint = if name_s.starts_with("S.gpg-agent") && !name_s.ends_with(".ssh")
+                        {
+                            Some(Protocol::Gpg)
+                        } else {
+                            Some(Protocol::Ssh)
+                        };
+                        self.sockets.push((
+                            path(),
+                            format!("found under {}", root.path.display()),
+                            hint,
+                        ));
+                    }
+                } else {
+                    // A FIFO or device where a credential could be: its name
+                    // is noted, it is never opened.
+                    let named = self.files.exact.contains_key(name_s.as_ref())
+                        || self.histories.exact.contains_key(name_s.as_ref());
+                    if named {
+                        self.facts.special_skipped += 1;
+                        Self::note(
+                            &mut self.facts.special_examples,
+                            path().to_string_lossy().into_owned(),
+                        );
+                    }
+                }
+            }
+        }
+        st.elapsed_us = started.elapsed().as_micros();
+        self.facts.entries += st.entries;
+        self.facts.dirs += st.dirs;
+        self.facts.roots.push(st);
+    }
+
+    /// Opens and judges every candidate, within the deadline and MAX_CHECKS.
+    pub fn check_all(&mut self, out: &mut Checked) {
+        let cands = std::mem::take(&mut self.cands);
+        let mut inodes = HashSet::new();
+        for c in cands {
+            if self.facts.files_checked >= MAX_CHECKS || Instant::now() > self.deadline {
+                out.truncated = true;
+                break;
+            }
+            let hp = self.host.path(&c.path);
+            let Ok(lmeta) = std::fs::symlink_metadata(&hp) else {
+                continue;
+            };
+            let (real, meta) = if lmeta.file_type().is_symlink() {
+                match resolve_in_scope(&hp, &self.host.path(&c.scope)) {
+                    Some(x) => x,
+                    None => {
+                        self.facts.symlinks_out_of_scope += 1;
+                        continue;
+                    }
+                }
+            } else {
+                (hp, lmeta)
+            };
+            if !meta.is_file() {
+                self.facts.special_skipped += 1;
+                Self::note(
+                    &mut self.facts.special_examples,
+                    c.path.to_string_lossy().into_owned(),
+                );
+                continue;
+            }
+            if !inodes.insert((meta.dev(), meta.ino())) {
+                continue;
+            }
+            self.facts.files_checked += 1;
+            match c.what {
+                What::File(i) => self.check_file(&c, &credentials().file[i], &real, &meta, out),
+                What::History(i) => self.check_history(&c, i, &real, &meta, out),
+            }
+        }
+    }
+
+    fn located(
+        &self,
+        path: &Path,
+    ) -> (
+        Option<String>,
+        Option<crate::probe::mounts::MountClass>,
+        Option<bool>,
+    ) {
+        match self.mounts.lookup(path) {
+            Some((mp, class)) => (Some(mp), Some(class), Some(MountIndex::persistent(class))),
+            None => (None, None, None),
+        }
+    }
+
+    fn check_file(
+        &mut self,
+        c: &Candidate,
+        rule: &FileRule,
+        real: &Path,
+        meta: &Metadata,
+        out: &mut Checked,
+    ) {
+        let mut readable = readable(real);
+        let mut confirmed = None;
+        let mut details = Details::default();
+        if readable {
+            match read_head(real, rule.max_read()) {
+                Ok(head) => {
+                    self.facts.bytes_read += head.len() as u64;
+                    let path = c.path.to_string_lossy();
+                    details = confirm(rule, &head, meta.len(), &path);
+                    out.tokens.append(&mut details.tokens);
+                    out.helpers.append(&mut details.helpers);
+                    confirmed = Some(details.ok);
+                }
+                Err(_) => readable = false,
+            }
+        }
+        match confirmed {
+            Some(false) => {
+                self.facts.unconfirmed += 1;
+                return;
+            }
+            None if !rule.name_only => return,
+            _ => {}
+        }
+        let (mount, mount_class, persistent) = self.located(&c.path);
+        out.files.push(CredFile {
+            path: c.path.to_string_lossy().into_owned(),
+            kind: rule.kind.clone(),
+            rule: rule.path.clone(),
+            origin: c.origin.clone(),
+            owner_uid: meta.uid(),
+            owner: self.passwd.name_of(meta.uid()),
+            mode: format!("{:04o}", meta.mode() & 0o7777),
+            size: meta.len(),
+            readable,
+            confirmed,
+            format: details.format,
+            encrypted: details.encrypted,
+            entries: details.entries,
+            mount,
+            mount_class,
+            persistent,
+        });
+    }
+
+    fn check_history(
+        &mut self,
+        c: &Candidate,
+        i: usize,
+        real: &Path,
+        meta: &Metadata,
+        out: &mut Checked,
+    ) {
+        let (mount, mount_class, persistent) = self.located(&c.path);
+        let mut h = History {
+            path: c.path.to_string_lossy().into_owned(),
+            shell: credentials().history[i].shell.clone(),
+            size: meta.len(),
+            owner_uid: meta.uid(),
+            owner: self.passwd.name_of(meta.uid()),
+            readable: false,
+            mount,
+            mount_class,
+            persistent,
+            retention: match persistent {
+                Some(true) => "persistent",
+                Some(false) => "ephemeral",
+                None => "unknown",
+            },
+            sensitivity: "internal",
+            ..History::default()
+        };
+        if readable(real) {
+            if let Ok(f) = open_regular(real) {
+                let n = history::count(f, self.deadline);
+                self.facts.bytes_read += n.bytes;
+                h.readable = true;
+                h.lines = n.lines;
+                h.secret_lines = n.secret_lines;
+                h.kinds = n.kinds;
+                h.truncated = n.truncated;
+                if h.secret_lines > 0 {
+                    h.sensitivity = "secret";
+                }
+            }
+        }
+        out.histories.push(h);
+    }
+}
+
+/// What checking the candidates produced beside the files themselves.
+#[derive(Debug, Default)]
+pub struct Checked {
+    pub files: Vec<CredFile>,
+    pub histories: Vec<History>,
+    pub tokens: Vec<Token>,
+    pub helpers: Vec<Helper>,
+    pub truncated: bool,
+}
+
+fn readable(p: &Path) -> bool {
+    nix::unistd::faccessat(
+        nix::fcntl::AT_FDCWD,
+        p,
+        AccessFlags::R_OK,
+        nix::fcntl::AtFlags::AT_EACCESS,
+    )
+    .is_ok()
+}
+
+/// The symlink at `hp`, resolved, if it stays under `scope`.
+fn resolve_in_scope(hp: &Path, scope: &Path) -> Option<(PathBuf, Metadata)> {
+    let real = std::fs::canonicalize(hp).ok()?;
+    let scope = std::fs::canonicalize(scope).ok()?;
+    if !real.starts_with(&scope) {
+        return None;
+    }
+    let meta = std::fs::symlink_metadata(&real).ok()?;
+    Some((real, meta))
+}
+
+/// Opens a regular file for reading without following a final symlink,
+/// blocking on a FIFO, taking a controlling tty or (where the kernel lets
+/// us) touching its access time.
+pub fn open_regular(p: &Path) -> io::Result<File> {
+    let base = (OFlag::O_NONBLOCK | OFlag::O_NOCTTY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC).bits();
+    let f = match File::options()
+        .read(true)
+        .custom_flags(base | OFlag::O_NOATIME.bits())
+        .open(p)
+    {
+        // O_NOATIME needs ownership or CAP_FOWNER.
+        Err(e) if e.raw_os_error() == Some(nix::libc::EPERM) => {
+            File::options().read(true).custom_flags(base).open(p)?
+        }
+        r => r?,
+    };
+    if !f.metadata()?.file_type().is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(f)
+}
+
+pub fn read_head(p: &Path, max: u64) -> io::Result<Vec<u8>> {
+    let f = open_regular(p)?;
+    let mut buf = Vec::new();
+    f.take(max).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+#[derive(Debug, Default)]
+pub struct Details {
+    pub ok: bool,
+    pub format: Option<String>,
+    pub encrypted: Option<bool>,
+    pub entries: Vec<String>,
+    pub tokens: Vec<Token>,
+    pub helpers: Vec<Helper>,
+}
+
+/// A name found inside a credential file (a profile, a host), fit for a
+/// report: short, plain, and dropped if it looks like a secret itself.
+fn entry_name(s: &str) -> Option<String> {
+    let t: String = s
+        .trim()
+        .trim_matches(|c| c == '"' || c == '\'')
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || "._:@/-".contains(*c))
+        .take(64)
+        .collect();
+    if t.is_empty() || env_secrets().value_rule(&t).is_some() {
+        return None;
+    }
+    Some(t)
+}
+
+fn add_entry(v: &mut Vec<String>, s: &str) {
+    if let Some(e) = entry_name(s) {
+        if !v.contains(&e) && v.len() < 10 {
+            v.push(e);
+        }
+    }
+}
+
+/// Finds a private key header in the first bytes, and whether the key is
+/// passphrase-protected where the format says so in the clear.
+pub fn private_key(head: &[u8]) -> Option<(String, Option<bool>)> {
+    let text = String::from_utf8_lossy(head);
+    if text.trim_start().starts_with("PuTTY-User-Key-File-") {
+        let enc = text
+            .lines()
+            .find_map(|l| l.strip_prefix("Encryption:"))
+            .map(|v| v.trim() != "none");
+        return Some(("putty".into(), enc));
+    }
+    let start = text.find("-----BEGIN ")?;
+    let rest = &text[start + 11..];
+    let label = &rest[..rest.find("-----")?];
+    if !label.ends_with("PRIVATE KEY") && label != "PGP PRIVATE KEY BLOCK" {
+        return None;
+    }
+    let body = &rest[label.len() + 5..];
+    Some(match label {
+        "OPENSSH PRIVATE KEY" => ("openssh".into(), openssh_encrypted(body)),
+        "ENCRYPTED PRIVATE KEY" => ("pkcs8".into(), Some(true)),
+        "PRIVATE KEY" => ("pkcs8".into(), Some(false)),
+        "PGP PRIVATE KEY BLOCK" => ("pgp".into(), None),
+        "SSH2 ENCRYPTED PRIVATE KEY" => ("ssh.com".into(), Some(true)),
+        l => (
+            format!(
+                "pem-{}",
+                l.trim_end_matches(" PRIVATE KEY").to_ascii_lowercase()
+            ),
+            Some(body.contains("Proc-Type: 4,ENCRYPTED")),
+        ),
+    })
+}
+
+/// openssh-key-v1: the magic, then the cipher name ("none" when there is
+/// no passphrase), all in the first hundred base64 characters.
+fn openssh_encrypted(body: &str) -> Option<bool> {
+    // ASCII only: a byte-indexed slice of anything else could panic, and a
+    // panic message quotes the string it was slicing.
+    let mut b64: Vec<u8> = body
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace())
+        .take(96)
+        .collect();
+    if !b64.is_ascii() {
+        return None;
+    }
+    b64.truncate(b64.len() - b64.len() % 4);
+    let bytes = tokens::b64_decode(std::str::from_utf8(&b64).ok()?)?;
+    let rest = bytes.strip_prefix(b"openssh-key-v1\0")?;
+    let n = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+    let cipher = rest.get(4..4 + n)?;
+    Some(cipher != b"none")
+}
+
+/// Runs a rule's check over the first bytes of a file.
+pub fn confirm(rule: &FileRule, head: &[u8], size: u64, path: &str) -> Details {
+    let mut d = Details::default();
+    let text = String::from_utf8_lossy(head);
+    match rule.check {
+        Check::PrivateKey => {
+            if let Some((f, e)) = private_key(head) {
+                d.ok = true;
+                d.format = Some(f);
+                d.encrypted = e;
+            }
+        }
+        Check::Nonempty => d.ok = size > 0,
+        Check::Contains => {
+            let lower = text.to_ascii_lowercase();
+            d.ok = rule
+                .any
+                .iter()
+                .any(|a| lower.contains(&a.to_ascii_lowercase()));
+        }
+        Check::EnvFile => {
+            for line in text.lines() {
+                let l = line.trim().trim_start_matches("export ").trim();
+                let Some((k, v)) = l.split_once('=') else {
+                    continue;
+                };
+                let k = k.trim();
+                if crate::probe::secrets::rules::is_identifier(k)
+                    && env_secrets().classify(k, v.trim()).is_some()
+                {
+                    d.ok = true;
+                    add_entry(&mut d.entries, k);
+                }
+            }
+        }
+        Check::Npmrc => {
+            for line in text.lines() {
+                let Some((k, v)) = line.split_once('=') else {
+                    continue;
+                };
+                let k = k.trim();
+                let v = v.trim().trim_matches('"');
+                let secretish = ["_authToken", "_auth", "_password"]
+                    .iter()
+                    .any(|s| k.ends_with(s));
+                if secretish && !v.is_empty() && !v.starts_with('$') {
+                    d.ok = true;
+                    let reg = k
+                        .rsplit_once(":_")
+                        .map(|(r, _)| r)
+                        .unwrap_or("(default registry)");
+                    add_entry(&mut d.entries, reg);
+                }
+            }
+        }
+        Check::DockerAuths => match serde_json::from_slice::<Value>(head) {
+            Ok(j) => {
+                if let Some(auths) = j.get("auths").and_then(Value::as_object) {
+                    for (host, a) in auths {
+                        let has = ["auth", "identitytoken", "registrytoken"].iter().any(|k| {
+                            a.get(*k)
+                                .and_then(Value::as_str)
+                                .is_some_and(|s| !s.is_empty())
+                        });
+                        if has {
+                            d.ok = true;
+                            add_entry(&mut d.entries, &helpers::url_host(host));
+                        }
+                    }
+                }
+                d.helpers = helpers::from_docker_config(path, &j);
+            }
+            // Larger than max_read or not JSON: fall back to the key's name.
+            Err(_) => d.ok = text.contains("\"auth\"") || text.contains("\"identitytoken\""),
+        },
+        Check::UrlUserinfo | Check::GitConfig => {
+            for line in text.lines() {
+                if url_userinfo(line) {
+                    d.ok = true;
+                    if let Some(i) = line.find("://") {
+                        let after = &line[i + 3..];
+                        let auth = after.split(['/', '"', ' ', '?']).next().unwrap_or("");
+                        add_entry(&mut d.entries, auth.rsplit('@').next().unwrap_or(""));
+                    }
+                }
+            }
+        }
+    }
+    if !d.ok {
+        return d;
+    }
+    match rule.entries {
+        Some(Entries::IniSections) => {
+            for l in text.lines() {
+                if let Some(s) = l.trim().strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+                    add_entry(&mut d.entries, s.trim_start_matches("profile ").trim());
+                }
+            }
+        }
+        Some(Entries::NetrcMachines) => {
+            let words: Vec<&str> = text.split_whitespace().collect();
+            for w in words.windows(2) {
+                if w[0] == "machine" {
+                    add_entry(&mut d.entries, w[1]);
+                }
+            }
+            if words.contains(&"default") {
+                add_entry(&mut d.entries, "default");
+            }
+        }
+        Some(Entries::YamlTopKeys) => {
+            for l in text.lines() {
+                if !l.starts_with([' ', '\t', '-', '#']) {
+                    if let Some(k) = l.trim_end().strip_suffix(':') {
+                        add_entry(&mut d.entries, k);
+                    }
+                }
+            }
+        }
+        Some(Entries::KubeContext) => {
+            for l in text.lines() {
+                if let Some(v) = l.strip_prefix("current-context:") {
+                    add_entry(&mut d.entries, v);
+                }
+            }
+            d.tokens = tokens::from_kube_config(&text, path);
+        }
+        // Filled by the check itself.
+        Some(Entries::NpmRegistries)
+        | Some(Entries::UrlHosts)
+        | Some(Entries::DockerAuths)
+        | Some(Entries::EnvNames)
+        | None => {}
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_key_headers() {
+        let rsa = b"-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: x\n\nabc";
+        assert_eq!(private_key(rsa).unwrap(), ("pem-rsa".into(), Some(true)));
+        assert_eq!(
+            private_key(b"-----BEGIN PRIVATE KEY-----\nMII").unwrap(),
+            ("pkcs8".into(), Some(false))
+        );
+        assert!(private_key(b"-----BEGIN CERTIFICATE-----\nMII").is_none());
+        assert!(private_key(b"ssh-ed25519 AAAAC3 me@host").is_none());
+        // ssh-keygen -t ed25519 -N '' (no passphrase): cipher "none".
+        let none = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n";
+        assert_eq!(
+            private_key(none.as_bytes()).unwrap(),
+            ("openssh".into(), Some(false))
+        );
+        // With -N: cipher "aes256-ctr".
+        let enc = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAACmFlczI1Ni1jdHIAAAAGYmNyeXB0AAAAGAAAABA\n";
+        assert_eq!(
+            private_key(enc.as_bytes()).unwrap(),
+            ("openssh".into(), Some(true))
+        );
+    }
+
+    fn rule(path: &str) -> &'static FileRule {
+        credentials().file.iter().find(|f| f.path == path).unwrap()
+    }
+
+    #[test]
+    fn confirms_and_lists_names_only() {
+        let d = confirm(
+            rule(".aws/credentials"),
+            b"[default]\naws_access_key_id = AKIAXXXXXXXXXXXXXXXX\naws_secret_access_key = abc\n[profile prod]\n",
+            100,
+            "/c",
+        );
+        assert!(d.ok);
+        assert_eq!(d.entries, vec!["default", "prod"]);
+        let d = confirm(rule(".aws/credentials"), &[0u8; 4096], 1 << 30, "/c");
+        assert!(!d.ok, "zeros are not credentials");
+        let d = confirm(
+            rule(".npmrc"),
+            b"registry=https://r.example/\n//r.example/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789\n",
+            10,
+            "/n",
+        );
+        assert!(d.ok);
+        assert_eq!(d.entries, vec!["//r.example/"]);
+        assert!(!confirm(rule(".npmrc"), b"//r/:_authToken=${NPM_TOKEN}\n", 10, "/n").ok);
+        let d = confirm(
+            rule(".docker/config.json"),
+            br#"{"auths":{"https://index.docker.io/v1/":{"auth":"dTpw"},"quay.io":{}},"credsStore":"desktop"}"#,
+            10,
+            "/d",
+        );
+        assert!(d.ok);
+        assert_eq!(d.entries, vec!["index.docker.io"]);
+        assert_eq!(d.helpers.len(), 1);
+        let d = confirm(
+            rule(".git-credentials"),
+            b"https://bob:tok3n@github.com\n",
+            10,
+            "/g",
+        );
+        assert_eq!(d.entries, vec!["github.com"]);
+        let d = confirm(
+            rule(".env"),
+            b"# x\nDEBUG=1\nexport API_TOKEN=q8Zr2mVx9Lk3\n",
+            10,
+            "/e",
+        );
+        assert_eq!(d.entries, vec!["API_TOKEN"]);
+        let d = confirm(
+            rule(".netrc"),
+            b"machine api.example.org login u password p\n",
+            10,
+            "/n",
+        );
+        assert_eq!(d.entries, vec!["api.example.org"]);
+        assert!(entry_name("ghp_abcdefghijklmnopqrstuvwxyz0123456789").is_none());
+    }
+
+    #[test]
+    fn matcher_prefers_catalog_order_and_excludes() {
+        let m = Matcher::new(
+            credentials()
+                .file
+                .iter()
+                .map(|f| (f.path.as_str(), f.exclude.as_slice())),
+        );
+        let c = |p: &str| {
+            let path = PathBuf::from(p);
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            m.first(&name, &parent_name(&path), &mut || comps(&path))
+                .map(|i| credentials().file[i].path.clone())
+        };
+        assert_eq!(c("/home/a/.ssh/id_rsa").as_deref(), Some("id_rsa"));
+        assert_eq!(c("/home/a/.ssh/deploy").as_deref(), Some(".ssh/*"));
+        assert_eq!(c("/home/a/.ssh/id_rsa.pub"), None);
+        assert_eq!(c("/home/a/.ssh/known_hosts"), None);
+        assert_eq!(c("/w/.env.example"), None);
+        assert_eq!(c("/w/.env.local").as_deref(), Some(".env.*"));
+        assert_eq!(
+            c("/h/.aws/credentials").as_deref(),
+            Some(".aws/credentials")
+        );
+        assert_eq!(c("/h/credentials"), None);
+    }
+}

@@ -1,0 +1,678 @@
+//! The two catalogs this probe reads: probes/env-secrets.toml (what a secret
+//! looks like) and probes/credentials.toml (where credentials live). Both are
+//! embedded and checked by tests, so parsing at run time cannot fail.
+
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+pub const ENV_SECRETS_TOML: &str = include_str!("../../../probes/env-secrets.toml");
+pub const CREDENTIALS_TOML: &str = include_str!("../../../probes/credentials.toml");
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvSecrets {
+    pub ignore_names: Vec<String>,
+    pub name: Vec<NameRule>,
+    pub value: Vec<ValueRule>,
+    pub lines: Lines,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NameRule {
+    pub glob: String,
+    pub kind: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValueRule {
+    pub prefix: Option<String>,
+    pub builtin: Option<Builtin>,
+    pub kind: String,
+    #[serde(default)]
+    pub min_len: usize,
+    pub max_len: Option<usize>,
+    pub charset: Option<Charset>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Builtin {
+    PemPrivateKey,
+    UrlUserinfo,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Charset {
+    Alnum,
+    UpperAlnum,
+    Word,
+    Dotted,
+    Hex,
+    Jwt,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lines {
+    pub markers: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Credentials {
+    pub walk: Walk,
+    pub file: Vec<FileRule>,
+    pub pointer: Vec<Pointer>,
+    pub token: Vec<TokenRule>,
+    pub token_var: Vec<TokenVar>,
+    pub agent: Vec<AgentRule>,
+    pub helper_path: Vec<HelperPath>,
+    pub helper_var: Vec<HelperVar>,
+    pub git: Git,
+    pub history: Vec<HistoryRule>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Git {
+    pub configs: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Walk {
+    pub prune: Vec<String>,
+    pub agent_sockets: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Check {
+    PrivateKey,
+    Contains,
+    Nonempty,
+    EnvFile,
+    Npmrc,
+    DockerAuths,
+    UrlUserinfo,
+    GitConfig,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Entries {
+    IniSections,
+    NetrcMachines,
+    NpmRegistries,
+    UrlHosts,
+    YamlTopKeys,
+    DockerAuths,
+    EnvNames,
+    KubeContext,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileRule {
+    pub path: String,
+    pub kind: String,
+    pub check: Check,
+    #[serde(default)]
+    pub any: Vec<String>,
+    pub entries: Option<Entries>,
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    #[serde(default)]
+    pub name_only: bool,
+    pub max_read: Option<u64>,
+}
+
+impl FileRule {
+    pub fn max_read(&self) -> u64 {
+        self.max_read.unwrap_or(64 * 1024)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pointer {
+    pub var: String,
+    #[serde(rename = "as")]
+    pub as_rule: String,
+    #[serde(default)]
+    pub list: bool,
+    pub join: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenRule {
+    pub path: String,
+    pub kind: String,
+    #[serde(default)]
+    pub jwt_only: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenVar {
+    pub var: String,
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Ssh,
+    Gpg,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentRule {
+    pub path: String,
+    pub protocol: Protocol,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HelperPath {
+    pub path: String,
+    pub kind: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HelperVar {
+    pub var: String,
+    pub kind: String,
+    pub forwarded: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryRule {
+    pub path: String,
+    pub shell: String,
+}
+
+fn parse<T: serde::de::DeserializeOwned>(name: &str, text: &str) -> T {
+    toml::from_str(text).unwrap_or_else(|e| panic!("embedded catalog {name} is invalid: {e}"))
+}
+
+pub fn env_secrets() -> &'static EnvSecrets {
+    static C: OnceLock<EnvSecrets> = OnceLock::new();
+    C.get_or_init(|| parse("env-secrets.toml", ENV_SECRETS_TOML))
+}
+
+pub fn credentials() -> &'static Credentials {
+    static C: OnceLock<Credentials> = OnceLock::new();
+    C.get_or_init(|| parse("credentials.toml", CREDENTIALS_TOML))
+}
+
+/// Whether the last components of `path` match `pattern` ("a/b*" matches
+/// ".../a/bc"), one component at a time.
+pub fn suffix_match(pattern: &str, path: &[&str]) -> bool {
+    let pc: Vec<&str> = pattern.split('/').collect();
+    if pc.len() > path.len() {
+        return false;
+    }
+    let tail = &path[path.len() - pc.len()..];
+    pc.iter().zip(tail).all(|(p, x)| glob1(p, x))
+}
+
+/// `*`-glob of one path component, without allocating: the walk calls it
+/// for every file name it meets.
+pub fn glob1(p: &str, x: &str) -> bool {
+    match p.split_once('*') {
+        None => p == x,
+        Some((pre, rest)) => {
+            let Some(tail) = x.strip_prefix(pre) else {
+                return false;
+            };
+            if rest.is_empty() {
+                return true;
+            }
+            if !rest.contains('*') {
+                return tail.len() >= rest.len() && tail.ends_with(rest);
+            }
+            (0..=tail.len())
+                .filter(|i| tail.is_char_boundary(*i))
+                .any(|i| glob1(rest, &tail[i..]))
+        }
+    }
+}
+
+/// What one rule found: the kind of secret and how it was recognised. The
+/// description names the rule, never any part of the value beyond a rule's
+/// own literal prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hit {
+    pub kind: String,
+    pub rule: String,
+}
+
+/// Values that stand for a secret without being one: references, paths,
+/// defaults and examples. A name rule needs more than this to fire.
+pub fn placeholder(v: &str) -> bool {
+    let t = v.trim().trim_matches(|c| c == '"' || c == '\'').trim();
+    if t.len() < 6 {
+        return true;
+    }
+    let lower = t.to_ascii_lowercase();
+    let first = t.chars().next().unwrap_or(' ');
+    t.starts_with('$')
+        || t.starts_with("%(")
+        || t.starts_with("{{")
+        || (t.starts_with('<') && t.ends_with('>'))
+        || (t.starts_with('[') && t.ends_with(']'))
+        || t.starts_with('/')
+        || t.starts_with("./")
+        || t.starts_with("~/")
+        || t.chars().all(|c| c == first)
+        || lower.starts_with("your")
+        || lower.contains("example")
+        || lower.contains("placeholder")
+        || lower.contains("changeme")
+        || lower.contains("redacted")
+        || lower.starts_with("file:")
+        || lower.starts_with("vault:")
+        || lower.starts_with("op://")
+        || lower.starts_with("secret:")
+        || matches!(
+            lower.as_str(),
+            "secret"
+                | "password"
+                | "token"
+                | "dummy"
+                | "undefined"
+                | "notset"
+                | "default"
+                | "disabled"
+                | "enabled"
+                | "insecure"
+        )
+}
+
+fn charset_ok(cs: Charset, rest: &str) -> bool {
+    let ok = |f: fn(u8) -> bool| rest.bytes().all(f);
+    match cs {
+        Charset::Alnum => ok(|b| b.is_ascii_alphanumeric()),
+        Charset::UpperAlnum => ok(|b| b.is_ascii_uppercase() || b.is_ascii_digit()),
+        Charset::Word => ok(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+        Charset::Dotted => ok(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b)),
+        Charset::Hex => ok(|b| b.is_ascii_hexdigit()),
+        Charset::Jwt => {
+            ok(|b| b.is_ascii_alphanumeric() || b"_-.=".contains(&b))
+                && rest.bytes().filter(|b| *b == b'.').count() >= 2
+        }
+    }
+}
+
+/// The words of a text as the value rules see them: maximal runs of
+/// letters, digits, `_`, `-` and `.`, without a sentence's trailing dot.
+pub fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
+        .map(|w| w.trim_end_matches('.'))
+        .filter(|w| w.len() >= 3)
+}
+
+/// scheme://user:password@host with a password that is not a placeholder.
+pub fn url_userinfo(text: &str) -> bool {
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let after = &rest[i + 3..];
+        let end = after
+            .find(|c: char| {
+                c == '/' || c == '?' || c == '#' || c.is_whitespace() || c == '"' || c == '\''
+            })
+            .unwrap_or(after.len());
+        let authority = &after[..end];
+        if let Some(at) = authority.rfind('@') {
+            if let Some((_user, pass)) = authority[..at].split_once(':') {
+                if !pass.is_empty()
+                    && !pass.starts_with('$')
+                    && !pass.starts_with('*')
+                    && !placeholder_short(pass)
+                {
+                    return true;
+                }
+            }
+        }
+        rest = after;
+    }
+    false
+}
+
+/// The placeholder test for a password inside a URL, where short real
+/// passwords are common: only references and masks are excluded.
+fn placeholder_short(p: &str) -> bool {
+    let lower = p.to_ascii_lowercase();
+    p.starts_with('{')
+        || p.starts_with('<')
+        || p.starts_with('%')
+        || lower == "password"
+        || lower == "pass"
+        || lower == "x-oauth-basic"
+}
+
+impl ValueRule {
+    fn describe(&self) -> String {
+        match (&self.prefix, self.builtin) {
+            (Some(p), _) => format!("value prefix {p}"),
+            (None, Some(Builtin::PemPrivateKey)) => "value private-key header".into(),
+            (None, Some(Builtin::UrlUserinfo)) => "value url with user:password@".into(),
+            (None, None) => "value".into(),
+        }
+    }
+
+    fn word_matches(&self, w: &str) -> bool {
+        let Some(p) = &self.prefix else { return false };
+        let Some(rest) = w.strip_prefix(p.as_str()) else {
+            return false;
+        };
+        w.len() >= self.min_len.max(p.len() + 1)
+            && self.max_len.is_none_or(|m| w.len() <= m)
+            && self.charset.is_none_or(|cs| charset_ok(cs, rest))
+    }
+
+    fn text_matches(&self, text: &str) -> bool {
+        match self.builtin {
+            Some(Builtin::PemPrivateKey) => {
+                text.contains("-----BEGIN") && text.contains("PRIVATE KEY")
+            }
+            Some(Builtin::UrlUserinfo) => url_userinfo(text),
+            None => words(text).any(|w| self.word_matches(w)),
+        }
+    }
+}
+
+impl EnvSecrets {
+    pub fn name_rule(&self, name: &str) -> Option<&NameRule> {
+        let up = name.to_ascii_uppercase();
+        if self.ignore_names.iter().any(|g| glob1(g, &up)) {
+            return None;
+        }
+        self.name.iter().find(|r| glob1(&r.glob, &up))
+    }
+
+    /// The first value rule that any word of `text` (or the text as a whole,
+    /// for the builtins) matches.
+    pub fn value_rule(&self, text: &str) -> Option<&ValueRule> {
+        self.value.iter().find(|r| r.text_matches(text))
+    }
+
+    /// Classifies one variable: a value rule first (it says what the secret
+    /// is), else a name rule with a value that is not a placeholder.
+    pub fn classify(&self, name: &str, value: &str) -> Option<Hit> {
+        if value.trim().is_empty() {
+            return None;
+        }
+        if let Some(v) = self.value_rule(value) {
+            return Some(Hit {
+                kind: v.kind.clone(),
+                rule: v.describe(),
+            });
+        }
+        let n = self.name_rule(name)?;
+        if placeholder(value) {
+            return None;
+        }
+        Some(Hit {
+            kind: n.kind.clone(),
+            rule: format!("name {}", n.glob),
+        })
+    }
+
+    /// Whether one line of a shell history (or any typed text) looks like it
+    /// holds a secret: a marker, a value rule, or NAME=value where a name
+    /// rule matches NAME.
+    pub fn line_hit(&self, line: &str) -> Option<Hit> {
+        let lower = line.to_ascii_lowercase();
+        if let Some(m) = self
+            .lines
+            .markers
+            .iter()
+            .find(|m| lower.contains(m.as_str()))
+        {
+            return Some(Hit {
+                kind: "typed-secret".into(),
+                rule: format!("marker {}", m.trim()),
+            });
+        }
+        if let Some(v) = self.value_rule(line) {
+            return Some(Hit {
+                kind: v.kind.clone(),
+                rule: v.describe(),
+            });
+        }
+        assignments(line).find_map(|(name, value)| {
+            let n = self.name_rule(name)?;
+            (!placeholder(value)).then(|| Hit {
+                kind: n.kind.clone(),
+                rule: format!("name {}", n.glob),
+            })
+        })
+    }
+}
+
+/// NAME=value pairs in a command line (export, env, a prefix assignment),
+/// and `setenv NAME value` / `set -x NAME value`.
+pub fn assignments(line: &str) -> impl Iterator<Item = (&str, &str)> {
+    let parts: Vec<&str> = line.split_whitespace().collect();
+    let mut out = Vec::new();
+    for (i, p) in parts.iter().enumerate() {
+        if let Some((n, v)) = p.split_once('=') {
+            let n = n.trim_start_matches(['(', ';', '&', '|']);
+            if is_identifier(n) {
+                out.push((n, v));
+            }
+        } else if (*p == "setenv" || *p == "set") && i + 1 < parts.len() {
+            let mut j = i + 1;
+            while j < parts.len() && parts[j].starts_with('-') {
+                j += 1;
+            }
+            if j + 1 < parts.len() && is_identifier(parts[j]) {
+                out.push((parts[j], parts[j + 1]));
+            }
+        }
+    }
+    out.into_iter()
+}
+
+pub fn is_identifier(s: &str) -> bool {
+    let mut b = s.bytes();
+    matches!(b.next(), Some(c) if c.is_ascii_alphabetic() || c == b'_')
+        && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalogs_parse_and_are_consistent() {
+        let e = env_secrets();
+        assert!(e.name.len() > 10 && e.value.len() > 20);
+        for v in &e.value {
+            assert!(
+                v.prefix.is_some() != v.builtin.is_some(),
+                "{}: a value rule has a prefix or a builtin",
+                v.kind
+            );
+            if let Some(p) = &v.prefix {
+                assert!(v.min_len > p.len(), "{p}: min_len must exceed the prefix");
+                assert!(v.charset.is_some(), "{p}: a prefix rule needs a charset");
+            }
+        }
+        for want in [
+            "ghp_",
+            "github_pat_",
+            "glpat-",
+            "AKIA",
+            "ASIA",
+            "xoxb-",
+            "sk-",
+            "npm_",
+        ] {
+            assert!(
+                e.value.iter().any(|v| v.prefix.as_deref() == Some(want)),
+                "{want} rule missing"
+            );
+        }
+        for n in &e.name {
+            assert_eq!(
+                n.glob,
+                n.glob.to_ascii_uppercase(),
+                "name globs are upper case"
+            );
+        }
+        let c = credentials();
+        assert!(c.file.len() > 30);
+        for f in &c.file {
+            assert!(
+                !f.path.starts_with('/'),
+                "{}: file paths are suffixes",
+                f.path
+            );
+            assert!(
+                (f.check == Check::Contains) != f.any.is_empty(),
+                "{}: `any` goes with check = contains",
+                f.path
+            );
+        }
+        for want in [
+            ".aws/credentials",
+            ".kube/config",
+            ".docker/config.json",
+            ".netrc",
+            ".npmrc",
+            ".pypirc",
+            ".git-credentials",
+            ".config/gh/hosts.yml",
+            ".cargo/credentials.toml",
+            ".vault-token",
+            ".gnupg/private-keys-v1.d/*.key",
+            ".env",
+            "id_rsa",
+        ] {
+            assert!(c.file.iter().any(|f| f.path == want), "{want} missing");
+        }
+        for p in &c.pointer {
+            assert!(
+                c.file.iter().any(|f| f.path == p.as_rule),
+                "{}: pointer to unknown rule {}",
+                p.var,
+                p.as_rule
+            );
+        }
+        for a in &c.agent {
+            assert!(
+                a.path.starts_with('/') || a.path.starts_with("~/"),
+                "{}",
+                a.path
+            );
+        }
+        for t in &c.token {
+            assert!(t.path.starts_with('/'), "{}", t.path);
+        }
+        assert!(c.history.iter().any(|h| h.path == ".bash_history"));
+    }
+
+    #[test]
+    fn classifies_names_and_values() {
+        let e = env_secrets();
+        let gh = format!("ghp_{}", "a1B2".repeat(9));
+        assert_eq!(
+            e.classify("WHATEVER", &gh).unwrap().rule,
+            "value prefix ghp_"
+        );
+        assert_eq!(
+            e.classify("X", "AKIAABCDEFGHIJKLMNOP").unwrap().kind,
+            "aws-access-key-id"
+        );
+        assert!(
+            e.classify("X", "AKIAabc").is_none(),
+            "too short, wrong case"
+        );
+        assert_eq!(
+            e.classify("MY_API_TOKEN", "q8Zr2mVx9Lk3").unwrap().rule,
+            "name *TOKEN"
+        );
+        assert!(e.classify("MY_API_TOKEN", "${TOKEN}").is_none());
+        assert!(e.classify("GITHUB_TOKEN_FILE", "/run/secrets/gh").is_none());
+        assert!(e
+            .classify("GPG_KEY", "A035C8C19219BA821ECEA86B64E628F8D684696D")
+            .is_none());
+        assert!(e.classify("PATH", "/usr/bin:/bin").is_none());
+        assert!(e.classify("DB_PASSWORD", "changeme").is_none());
+        assert_eq!(
+            e.classify("DATABASE_URL", "postgres://app:s3cr3t@db:5432/app")
+                .unwrap()
+                .kind,
+            "url-credentials"
+        );
+        assert!(e
+            .classify("DATABASE_URL", "postgres://app@db:5432/app")
+            .is_none());
+        assert!(e.classify("HOME", "/root").is_none());
+        assert!(e.classify("TERM", "xterm-256color").is_none());
+        assert!(e
+            .classify("K", "-----BEGIN OPENSSH PRIVATE KEY-----\nabc")
+            .is_some());
+        assert!(e
+            .classify("K", "-----BEGIN CERTIFICATE-----\nabc")
+            .is_none());
+        assert!(e.classify("X", "sk-short").is_none());
+    }
+
+    #[test]
+    fn history_lines() {
+        let e = env_secrets();
+        let tok = format!("ghp_{}", "Zz9".repeat(12));
+        assert!(e.line_hit(&format!("export GITHUB_TOKEN={tok}")).is_some());
+        assert!(e.line_hit("export MY_SECRET=hunter2hunter2").is_some());
+        assert!(e
+            .line_hit("curl -H 'Authorization: Bearer abc' https://x")
+            .is_some());
+        assert!(e
+            .line_hit("git clone https://u:pw1234@example.org/r.git")
+            .is_some());
+        assert!(e.line_hit("ls -la").is_none());
+        assert!(e.line_hit("export PATH=$PATH:/opt/bin").is_none());
+        assert!(e
+            .line_hit("export GITHUB_TOKEN=$(cat /run/secrets/gh)")
+            .is_none());
+        assert!(e.line_hit("setenv API_KEY q8Zr2mVx9Lk3").is_some());
+        assert!(e.line_hit("cargo build --release").is_none());
+    }
+
+    #[test]
+    fn suffixes() {
+        assert!(suffix_match(
+            ".aws/credentials",
+            &["home", "a", ".aws", "credentials"]
+        ));
+        assert!(!suffix_match(".aws/credentials", &["credentials"]));
+        assert!(suffix_match(".ssh/*", &["root", ".ssh", "deploy"]));
+        assert!(suffix_match("*.pem", &["x.pem"]));
+        for (p, x, want) in [
+            ("*TOKEN", "GH_TOKEN", true),
+            ("*TOKEN", "TOKENS", false),
+            ("*_TOKEN_*", "A_TOKEN_B", true),
+            ("*_TOKEN_*", "A_TOKEN", false),
+            ("a*b*c", "aXXbYYc", true),
+            (".env.*", ".env", false),
+            (".env.*", ".env.local", true),
+            ("id_*", "id_rsa", true),
+            ("x", "x", true),
+        ] {
+            assert_eq!(glob1(p, x), want, "{p} {x}");
+            assert_eq!(crate::catalog::glob_match(p, x), want, "{p} {x}");
+        }
+    }
+}

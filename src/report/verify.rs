@@ -1,0 +1,157 @@
+//! Printing for `selfprobe verify` and `selfprobe pubkey`. Everything taken
+//! from an envelope or report is attacker-controlled until verified, and
+//! terminal-unsafe even then: it goes through `sanitize`.
+
+use std::fmt::Write;
+
+use ed25519_dalek::VerifyingKey;
+use serde_json::Value;
+
+use super::text::sanitize;
+use crate::attest::keys;
+use crate::attest::verify::Verdict;
+use crate::attest::SSHSIG_NAMESPACE;
+
+fn s(v: &Value, ptr: &str) -> String {
+    match v.pointer(ptr) {
+        Some(Value::String(x)) => sanitize(x),
+        Some(Value::Null) | None => "-".into(),
+        Some(other) => sanitize(&other.to_string()),
+    }
+}
+
+pub fn render(v: &Verdict) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "selfprobe verify: {}",
+        if v.valid() { "VALID" } else { "INVALID" }
+    );
+    if let Some(e) = &v.envelope {
+        let _ = writeln!(
+            o,
+            "  envelope   {} (DSSE, in-toto Statement v1)",
+            sanitize(e)
+        );
+    }
+    if let Some((sig, report)) = &v.sshsig {
+        let _ = writeln!(
+            o,
+            "  sshsig     {} over {} (namespace {SSHSIG_NAMESPACE})",
+            sanitize(sig),
+            sanitize(report)
+        );
+    }
+    let _ = writeln!(o, "  --pubkey   keyid {}", v.keyid);
+    if !v.problems.is_empty() {
+        let _ = writeln!(o, "\nFailed checks:");
+        for p in &v.problems {
+            let _ = writeln!(o, "  - {}: {}", p.check, p.message);
+        }
+    }
+    if !v.passed.is_empty() {
+        let _ = writeln!(o, "\nPassed checks:");
+        for p in &v.passed {
+            let _ = writeln!(o, "  - {p}");
+        }
+    }
+    for n in &v.notes {
+        let _ = writeln!(o, "\nNote: {n}");
+    }
+    // Only content whose signature verified is shown as attested.
+    if let (true, Some(p)) = (v.valid(), &v.attested) {
+        render_attested(&mut o, p, v.nonce_checked);
+    }
+    o
+}
+
+fn render_attested(o: &mut String, p: &Value, nonce_checked: bool) {
+    let _ = writeln!(o, "\nAttested:");
+    let _ = writeln!(
+        o,
+        "  probe      {} {}  sha256 {}",
+        s(p, "/tool/name"),
+        s(p, "/tool/version"),
+        s(p, "/tool/sha256")
+    );
+    let image = match p.pointer("/inventory/image") {
+        Some(img) if !img.is_null() => sanitize(&img.to_string()),
+        _ => "not recorded".into(),
+    };
+    let _ = writeln!(o, "  image      {image}");
+    let _ = writeln!(o, "  run        {}", s(p, "/run/id"));
+    let _ = writeln!(o, "  started    {}", s(p, "/run/started"));
+    let _ = writeln!(o, "  finished   {}", s(p, "/run/finished"));
+    let nonce = s(p, "/run/nonce");
+    let _ = writeln!(
+        o,
+        "  nonce      {nonce}{}",
+        if nonce_checked {
+            " (matches --nonce)"
+        } else {
+            " (not checked)"
+        }
+    );
+    let eph = p.pointer("/signing/ephemeral").and_then(Value::as_bool) == Some(true);
+    let _ = writeln!(
+        o,
+        "  key        {} ({}){}",
+        s(p, "/signing/keyid"),
+        s(p, "/signing/key_source"),
+        if eph { "  EPHEMERAL" } else { "" }
+    );
+    let _ = writeln!(o, "  root       {}", s(p, "/run/root"));
+    let _ = writeln!(o, "  workspace  {}", s(p, "/run/workspace"));
+    let _ = writeln!(o, "  policy     {}", s(p, "/run/policy"));
+    let by_sev = p
+        .pointer("/summary/by_severity")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{v} {}", sanitize(k)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    let _ = writeln!(
+        o,
+        "  scorecard  {}/{} ({} controls assessed)",
+        s(p, "/scorecard/total"),
+        s(p, "/scorecard/max"),
+        s(p, "/scorecard/assessed")
+    );
+    let _ = writeln!(
+        o,
+        "  findings   {} ({by_sev}); {} at or above fail-on {}; exit code {}",
+        s(p, "/summary/total"),
+        s(p, "/summary/gating"),
+        match p.pointer("/run/fail_on") {
+            Some(Value::String(f)) => sanitize(f),
+            _ => "none".into(),
+        },
+        s(p, "/summary/exit_code"),
+    );
+    if let Some(fs) = p.pointer("/findings").and_then(Value::as_array) {
+        for f in fs {
+            let _ = writeln!(
+                o,
+                "    {:<8} {:<8} {:<28} {}",
+                s(f, "/severity"),
+                s(f, "/status"),
+                s(f, "/code"),
+                s(f, "/subject")
+            );
+        }
+    }
+}
+
+/// `selfprobe pubkey`: the SPKI PEM (for openssl and `verify --pubkey`),
+/// an allowed_signers line (for `ssh-keygen -Y verify`), and the keyid.
+pub fn render_pubkey(vk: &VerifyingKey, principal: &str) -> String {
+    format!(
+        "{}{}\n# keyid {}\n",
+        keys::public_pem(vk),
+        keys::allowed_signers_line(vk, principal, SSHSIG_NAMESPACE),
+        keys::keyid(vk)
+    )
+}

@@ -1,0 +1,202 @@
+//! Fixture trees for `--root` tests: a tree that looks like a podman
+//! container (captured status and mountinfo under tests/data), and the
+//! binary run against it.
+#![allow(dead_code)]
+
+use std::fs;
+
+use std::os::unix::fs::symlink;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_selfprobe");
+pub const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+
+pub static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A fixture root, removed when the test ends, pass or fail.
+pub struct Fixture {
+    pub dir: PathBuf,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+pub fn data(name: &str) -> String {
+    fs::read_to_string(Path::new(DATA).join(name)).unwrap()
+}
+
+/// Private namespace inodes (dynamic numbers, as in a podman container).
+pub const PRIVATE_NS: &[(&str, u64)] = &[
+    ("ipc", 4026532251),
+    ("uts", 4026532250),
+    ("user", 4026532300),
+    ("pid", 4026532252),
+    ("cgroup", 4026532301),
+    ("time", 4026532302),
+    ("net", 4026532177),
+    ("mnt", 4026532249),
+];
+
+impl Fixture {
+    /// An empty tree.
+    pub fn bare(name: &str) -> Fixture {
+        let dir = std::env::temp_dir().join(format!(
+            "selfprobe-fx-{name}-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        Fixture { dir }
+    }
+
+    /// A tree that looks like a plain podman container: the captured
+    /// status, private namespaces, lo and eth0, an empty /dev.
+    pub fn container(name: &str, mountinfo: &str, status: &str) -> Fixture {
+        let f = Fixture::bare(name);
+        f.file("proc/self/mountinfo", mountinfo);
+        f.file("proc/self/status", status);
+        f.file("proc/self/uid_map", "         0          0 4294967295\n");
+        f.file("proc/sys/kernel/cap_last_cap", "40\n");
+        f.file(
+            "proc/net/dev",
+            "Inter-|   Receive\n face |bytes\n    lo: 0 0\n  eth0: 398 5\n",
+        );
+        f.file("proc/1/comm", "selfprobe\n");
+        f.ns(PRIVATE_NS);
+        f.dir("dev");
+        f
+    }
+
+    pub fn ns(&self, inodes: &[(&str, u64)]) {
+        self.dir("proc/self/ns");
+        for (n, ino) in inodes {
+            let p = self.dir.join("proc/self/ns").join(n);
+            let _ = fs::remove_file(&p);
+            symlink(format!("{n}:[{ino}]"), p).unwrap();
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    pub fn file(&self, rel: &str, content: &str) {
+        let p = self.path(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, content).unwrap();
+    }
+
+    pub fn dir(&self, rel: &str) {
+        fs::create_dir_all(self.path(rel)).unwrap();
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.run_env(args, &[])
+    }
+
+    pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("--root").arg(&self.dir).arg("--format").arg("json");
+        cmd.args(args);
+        for v in [
+            "DOCKER_HOST",
+            "CONTAINER_HOST",
+            "BUILDKIT_HOST",
+            "CONTAINERD_ADDRESS",
+        ] {
+            cmd.env_remove(v);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        Run::from(cmd.output().unwrap())
+    }
+}
+
+pub struct Run {
+    pub code: i32,
+    pub json: Value,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn from(o: Output) -> Run {
+        let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+        let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            json,
+            stdout,
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+
+    pub fn findings(&self) -> Vec<&Value> {
+        self.json["findings"]
+            .as_array()
+            .unwrap_or_else(|| {
+                panic!(
+                    "no findings array; stdout: {} stderr: {}",
+                    self.stdout, self.stderr
+                )
+            })
+            .iter()
+            .collect()
+    }
+
+    pub fn pairs(&self) -> Vec<(String, String)> {
+        self.findings()
+            .iter()
+            .map(|f| {
+                (
+                    f["code"].as_str().unwrap().to_string(),
+                    f["subject"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    pub fn find(&self, code: &str, subject: &str) -> &Value {
+        self.findings()
+            .into_iter()
+            .find(|f| f["code"] == code && f["subject"] == subject)
+            .unwrap_or_else(|| panic!("expected {code} on {subject}; got {:#?}", self.pairs()))
+    }
+
+    pub fn has(&self, code: &str, subject: &str) -> bool {
+        self.pairs().iter().any(|(c, s)| c == code && s == subject)
+    }
+
+    pub fn has_code(&self, code: &str) -> bool {
+        self.pairs().iter().any(|(c, _)| c == code)
+    }
+
+    pub fn assert_absent(&self, codes: &[&str]) {
+        for c in codes {
+            assert!(
+                !self.has_code(c),
+                "{c} must not be reported; got {:#?}",
+                self.pairs()
+            );
+        }
+    }
+}
+
+pub fn mountinfo_with(extra: &[&str]) -> String {
+    let mut m = data("plain.mountinfo");
+    for l in extra {
+        m.push_str(l);
+        m.push('\n');
+    }
+    m
+}

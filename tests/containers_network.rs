@@ -272,10 +272,28 @@ fn scratch_image_without_network_tries_every_builtin() {
     expect(&mut c, "egress-https", "outcome", "dns-failure".into());
     expect(&mut c, "devtools-9222", "outcome", "refused".into());
     expect(&mut c, "engine-loopback-2375", "outcome", "refused".into());
-    c.lacks_code("net.metadata-reachable")
-        .lacks_code("net.egress-open")
-        .lacks_code("browser.debug-port")
+    c.lacks_code("browser.debug-port")
         .lacks_code("engine.tcp-endpoint")
         .lacks_code("net.not-assessed");
+    // Destinations the guard stopped are "could not check" (unknown),
+    // never a failure and never a pass.
+    for f in r.findings() {
+        let code = f["code"].as_str().unwrap_or("");
+        if (code == "net.metadata-reachable" || code == "net.egress-open")
+            && f["status"] != "unknown"
+        {
+            c.fail(format!(
+                "{code} {} has status {}",
+                f["subject"], f["status"]
+            ));
+        }
+    }
+    if !r
+        .pairs()
+        .iter()
+        .any(|(c, s)| c == "net.metadata-reachable" && s == "aws-imdsv2")
+    {
+        c.fail("aws-imdsv2 should be reported as not checked".into());
+    }
     c.done();
 }

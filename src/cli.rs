@@ -10,6 +10,8 @@ use crate::attest::{self, keys::KeySource};
 use crate::finding::Severity;
 use crate::host::parse_duration;
 use crate::policy::Policy;
+use crate::probe::network::dial::{Dial, Redirect};
+use crate::probe::network::Options as NetOptions;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -100,6 +102,15 @@ pub struct RunArgs {
     /// The verifier's challenge: recorded in the report (run.nonce) and so bound into the signatures
     #[arg(long, value_name = "N")]
     pub nonce: Option<String>,
+    /// Also try the built-in destinations (cloud metadata, public egress, Kubernetes API, engine and DevTools ports); never tried unless asked
+    #[arg(long)]
+    pub network_defaults: bool,
+    /// Test hook: connections to HOST:PORT go to IP:PORT instead (repeatable); reported in the inventory
+    #[arg(long = "net-redirect", value_name = "HOST:PORT=IP:PORT", hide = true)]
+    pub net_redirect: Vec<String>,
+    /// Test hook: never connect to anything but loopback, and ask only redirected nameservers
+    #[arg(long = "net-loopback-only", hide = true)]
+    pub net_loopback_only: bool,
 }
 
 /// Where the signing key comes from; without either, SELFPROBE_SIGNING_KEY,
@@ -150,6 +161,15 @@ pub struct PubkeyArgs {
     /// The principal of the allowed_signers line (what `ssh-keygen -Y verify -I` names)
     #[arg(long, value_name = "NAME", default_value = "selfprobe")]
     pub principal: String,
+    /// Also try the built-in destinations (cloud metadata, public egress, Kubernetes API, engine and DevTools ports); never tried unless asked
+    #[arg(long)]
+    pub network_defaults: bool,
+    /// Test hook: connections to HOST:PORT go to IP:PORT instead (repeatable); reported in the inventory
+    #[arg(long = "net-redirect", value_name = "HOST:PORT=IP:PORT", hide = true)]
+    pub net_redirect: Vec<String>,
+    /// Test hook: never connect to anything but loopback, and ask only redirected nameservers
+    #[arg(long = "net-loopback-only", hide = true)]
+    pub net_loopback_only: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +203,7 @@ pub struct Config {
     /// None: SELFPROBE_SIGNING_KEY if it was set, else an ephemeral key.
     pub key_source: Option<KeySource>,
     pub nonce: Option<String>,
+    pub net: NetOptions,
 }
 
 impl RunArgs {
@@ -235,7 +256,19 @@ impl RunArgs {
         } else {
             None
         };
+        let redirects = self
+            .net_redirect
+            .iter()
+            .map(|r| Redirect::parse(r))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Config {
+            net: NetOptions {
+                defaults_flag: self.network_defaults,
+                dial: Dial {
+                    redirects,
+                    loopback_only: self.net_loopback_only,
+                },
+            },
             format: self.format,
             output: self.output,
             fail_on: self.fail_on.0,

@@ -14,6 +14,7 @@ use toml::Spanned;
 use crate::catalog;
 use crate::finding::{code_info, AppliedException, Finding, Severity, Status};
 use crate::host::parse_duration;
+use crate::probe::network::target::{self, Target};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyError {
@@ -51,11 +52,29 @@ pub struct Policy {
 
 #[derive(Debug, Clone, Default)]
 pub struct NetworkPolicy {
-    pub allow: Vec<String>,
-    pub deny: Vec<String>,
+    /// Destinations the task needs: each must be reachable.
+    pub allow: Vec<DestinationRule>,
+    /// Destinations that must be blocked.
+    pub deny: Vec<DestinationRule>,
+    /// Also try the built-in destinations of probes/destinations.toml.
     pub defaults: bool,
+    /// The timeout of every destination without its own.
     pub timeout: Option<Duration>,
 }
+
+/// One [network] allow or deny entry: `"tcp://host:port"`, or
+/// `{ url = "https://host/", timeout = "500ms" }` for its own timeout.
+#[derive(Debug, Clone)]
+pub struct DestinationRule {
+    pub target: Target,
+    pub timeout: Option<Duration>,
+    pub line: usize,
+    pub column: usize,
+}
+
+/// At most this many allow and deny entries: each is one thread and one
+/// connection at the same moment.
+pub const MAX_DESTINATIONS: usize = 1024;
 
 #[derive(Debug, Clone)]
 pub struct Exception {
@@ -93,9 +112,9 @@ struct RawWorkspace {
 #[serde(deny_unknown_fields)]
 struct RawNetwork {
     #[serde(default)]
-    allow: Vec<Spanned<String>>,
+    allow: Vec<Spanned<toml::Value>>,
     #[serde(default)]
-    deny: Vec<Spanned<String>>,
+    deny: Vec<Spanned<toml::Value>>,
     #[serde(default)]
     defaults: bool,
     timeout: Option<Spanned<String>>,
@@ -218,13 +237,42 @@ impl Policy {
         }
 
         if let Some(net) = raw.network {
-            for (list, out) in [
-                (net.allow, &mut p.network.allow),
-                (net.deny, &mut p.network.deny),
+            for (name, list, out) in [
+                ("allow", net.allow, &mut p.network.allow),
+                ("deny", net.deny, &mut p.network.deny),
             ] {
                 for d in list {
-                    check_destination(&src, &d)?;
-                    out.push(d.into_inner());
+                    out.push(destination_rule(&src, name, &d)?);
+                }
+            }
+            if p.network.allow.len() + p.network.deny.len() > MAX_DESTINATIONS {
+                let line = p
+                    .network
+                    .deny
+                    .last()
+                    .or(p.network.allow.last())
+                    .map_or(0, |d| d.line);
+                return Err(PolicyError {
+                    file: src.file.clone(),
+                    line,
+                    column: 1,
+                    message: format!(
+                        "network: {} destinations: expected at most {MAX_DESTINATIONS} allow and deny entries in all",
+                        p.network.allow.len() + p.network.deny.len()
+                    ),
+                });
+            }
+            for d in &p.network.deny {
+                if let Some(a) = p.network.allow.iter().find(|a| a.target == d.target) {
+                    return Err(PolicyError {
+                        file: src.file.clone(),
+                        line: d.line,
+                        column: 1,
+                        message: format!(
+                            "network.deny: {} is also in network.allow (line {}): expected each destination in one list",
+                            d.target, a.line
+                        ),
+                    });
                 }
             }
             p.network.defaults = net.defaults;
@@ -388,21 +436,57 @@ fn check_code(src: &Source, code: &Spanned<String>) -> Result<(), PolicyError> {
     Ok(())
 }
 
-fn check_destination(src: &Source, d: &Spanned<String>) -> Result<(), PolicyError> {
-    let ok = ["tcp://", "http://", "https://", "dns://"]
-        .iter()
-        .any(|s| d.get_ref().starts_with(s) && d.get_ref().len() > s.len());
-    if ok {
-        Ok(())
-    } else {
-        Err(src.err(
-            Some(d.span()),
+fn destination_rule(
+    src: &Source,
+    list: &str,
+    d: &Spanned<toml::Value>,
+) -> Result<DestinationRule, PolicyError> {
+    let span = Some(d.span());
+    let (line, column) = line_col(src.text, d.span().start);
+    let shape = || {
+        src.err(
+            span.clone(),
             format!(
-                "destination '{}' is not understood: expected tcp://host:port, http://..., https://... or dns://name",
-                d.get_ref()
+                "network.{list}: expected a destination string such as \"tcp://host:port\", or {{ url = \"https://host/\", timeout = \"500ms\" }}"
             ),
-        ))
-    }
+        )
+    };
+    let (url, timeout) = match d.get_ref() {
+        toml::Value::String(s) => (s.clone(), None),
+        toml::Value::Table(t) => {
+            if let Some(k) = t.keys().find(|k| *k != "url" && *k != "timeout") {
+                return Err(src.err(
+                    span,
+                    format!("network.{list}: unknown key '{k}' in a destination: expected url and timeout"),
+                ));
+            }
+            let url = match t.get("url") {
+                Some(toml::Value::String(s)) => s.clone(),
+                _ => return Err(shape()),
+            };
+            let timeout = match t.get("timeout") {
+                None => None,
+                Some(toml::Value::String(s)) => Some(parse_duration(s).map_err(|m| {
+                    src.err(span.clone(), format!("network.{list}: timeout of {url}: {m}"))
+                })?),
+                Some(_) => {
+                    return Err(src.err(
+                        span,
+                        format!("network.{list}: timeout of {url}: expected a string such as \"500ms\" or \"2s\""),
+                    ))
+                }
+            };
+            (url, timeout)
+        }
+        _ => return Err(shape()),
+    };
+    let target = target::parse(&url).map_err(|m| src.err(span, format!("network.{list}: {m}")))?;
+    Ok(DestinationRule {
+        target,
+        timeout,
+        line,
+        column,
+    })
 }
 
 fn parse_date(s: &str) -> Option<(i64, u32, u32)> {
@@ -541,6 +625,37 @@ expires = "2999-01-01"
             Status::Fail,
             "the other subject stays failing"
         );
+    }
+
+    #[test]
+    fn network_entries_with_their_own_timeouts() {
+        let p = Policy::parse(
+            "p.toml",
+            "[network]\ntimeout = \"2s\"\nallow = [\"https://pkgs.internal/simple/\",\n  { url = \"tcp://db:5432\", timeout = \"250ms\" }]\ndeny = [\"dns://example.com\"]\ndefaults = true\n",
+        )
+        .unwrap();
+        let n = &p.network;
+        assert_eq!(n.timeout, Some(Duration::from_secs(2)));
+        assert!(n.defaults);
+        assert_eq!(n.allow.len(), 2);
+        assert_eq!(
+            n.allow[0].target.to_string(),
+            "https://pkgs.internal/simple/"
+        );
+        assert_eq!((n.allow[0].line, n.allow[0].column), (3, 10));
+        assert_eq!(n.allow[0].timeout, None);
+        assert_eq!((n.allow[1].line, n.allow[1].column), (4, 3));
+        assert_eq!(n.allow[1].timeout, Some(Duration::from_millis(250)));
+        assert_eq!(n.deny[0].target.to_string(), "dns://example.com");
+
+        let e = err("[network]\ndeny = [\"tcp://a:1\", { timeout = \"1s\" }]\n");
+        assert_eq!(e.line, 2);
+        assert!(e.message.contains("expected a destination string"), "{e}");
+        let many: String = (0..=MAX_DESTINATIONS)
+            .map(|i| format!("\"tcp://h:{}\",\n", i + 1))
+            .collect();
+        let e = err(&format!("[network]\ndeny = [\n{many}]\n"));
+        assert!(e.message.contains("at most 1024"), "{e}");
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
         run_id: run_id.clone(),
         write_test: cfg.write_test,
         cleanup: cleanup.clone(),
+        net: cfg.net.clone(),
     });
     let mut collected = probe::run(ctx.clone());
     // Whatever a timed-out write test left registered goes now, before the
@@ -63,7 +64,6 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
             fail_on: cfg.fail_on,
             timeout_ms: cfg.timeout.as_millis(),
             write_test: cfg.write_test,
-            destinations: Vec::new(),
             nonce: cfg.nonce.clone(),
         },
         summary,

@@ -7,10 +7,11 @@ pub mod artifacts;
 pub mod devices;
 pub mod mounts;
 pub mod namespaces;
+pub mod network;
 pub mod place;
 pub mod privilege;
-pub mod secrets;
 pub mod repro;
+pub mod secrets;
 pub mod sockets;
 pub mod teardown;
 pub mod tools;
@@ -39,6 +40,8 @@ pub struct Context {
     pub run_id: String,
     pub write_test: bool,
     pub cleanup: Arc<Cleanup>,
+    /// What the command line adds to the policy's [network] section.
+    pub net: network::Options,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -162,6 +165,7 @@ pub struct Facts {
     pub caches: Option<artifacts::CacheFacts>,
     pub browsers: Option<artifacts::BrowserFacts>,
     pub artifacts: Option<artifacts::ArtifactFacts>,
+    pub network: Option<network::NetFacts>,
     pub teardown: Option<teardown::TeardownFacts>,
 }
 
@@ -222,6 +226,21 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     let mut findings = Vec::new();
     let mut panicked = false;
     let budget = |ctx: &Context| ctx.host.deadline_within(PROBE_BUDGET);
+
+    // Network first: its destinations wait on the network, not on the
+    // other probes, so the phases overlap. Nothing is sent unless asked.
+    let net_running = network::asked(&ctx.policy, &ctx.net).then(|| {
+        let deadline = ctx
+            .host
+            .deadline_within(network::budget(&ctx.policy, &ctx.net));
+        let inner = deadline
+            .checked_sub(Duration::from_millis(300))
+            .unwrap_or(deadline);
+        let c = ctx.clone();
+        spawn("network", 3, deadline, move || {
+            Ok(network::collect(&c.host, &c.policy, &c.net, inner))
+        })
+    });
 
     let c = ctx.clone();
     let m = spawn("mounts", 1, budget(&ctx), move || {
@@ -360,6 +379,7 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         caches: None,
         browsers: None,
         artifacts: None,
+        network: None,
     };
     facts.repro = take(
         repro.wait(&mut records),
@@ -401,6 +421,19 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     }
     if let Some(a) = &facts.artifacts {
         findings.extend(artifacts::evaluate_artifacts(a));
+    }
+    facts.network = match net_running {
+        Some(r) => take(
+            r.wait(&mut records),
+            "network",
+            3,
+            &mut findings,
+            &mut panicked,
+        ),
+        None => Some(network::not_asked(&ctx.policy)),
+    };
+    if let Some(n) = &facts.network {
+        findings.extend(network::evaluate(n));
     }
 
     if let Some(m) = &mount_facts {

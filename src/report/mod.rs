@@ -58,9 +58,6 @@ pub struct RunInfo {
     pub fail_on: Option<Severity>,
     pub timeout_ms: u128,
     pub write_test: bool,
-    /// Destinations tried in phase 3; empty unless a policy or
-    /// --network-defaults asks for them.
-    pub destinations: Vec<serde_json::Value>,
     /// The verifier's challenge (--nonce), bound into the signatures.
     pub nonce: Option<String>,
 }

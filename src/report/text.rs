@@ -135,6 +135,8 @@ pub fn render(r: &Report, color: bool) -> String {
         }
     }
 
+    destinations(&mut o, r, &st);
+
     let _ = writeln!(o, "\n{}", st.bold("Scorecard"));
     for c in &r.scorecard.controls {
         let score = c
@@ -187,6 +189,57 @@ pub fn render(r: &Report, color: bool) -> String {
         r.summary.exit_code
     );
     o
+}
+
+/// The network destinations tried, one line each, when any were.
+fn destinations(o: &mut String, r: &Report, st: &Style) {
+    let Some(n) = r.inventory.network.as_ref().filter(|n| n.assessed) else {
+        return;
+    };
+    let mut notes = Vec::new();
+    if let Some(t) = &n.trust_store {
+        notes.push(format!("trust store: {} ({})", t.kind, sanitize(&t.source)));
+    }
+    if !n.redirects.is_empty() || n.loopback_only {
+        notes.push(format!(
+            "TEST HOOKS: {} redirect(s){}",
+            n.redirects.len(),
+            if n.loopback_only {
+                ", loopback only"
+            } else {
+                ""
+            }
+        ));
+    }
+    let _ = writeln!(
+        o,
+        "\n{} ({} tried in {:.0} ms{}{})",
+        st.bold("Network destinations"),
+        n.destinations.len(),
+        n.duration_ms,
+        if notes.is_empty() { "" } else { "; " },
+        notes.join("; ")
+    );
+    for d in &n.destinations {
+        let list = if d.list == crate::probe::network::List::Allow {
+            "allow"
+        } else {
+            "deny"
+        };
+        let contract = match d.contract {
+            crate::probe::network::Verdict::Holds => "holds",
+            crate::probe::network::Verdict::Violated => "VIOLATED",
+            crate::probe::network::Verdict::Unknown => "unknown",
+        };
+        let _ = writeln!(
+            o,
+            "  {list:<5} {:<13} {contract:<8} {:>8.1} ms  {}  [{}]",
+            d.outcome.as_str(),
+            d.latency_ms,
+            sanitize(&d.destination),
+            sanitize(&d.rule)
+        );
+    }
 }
 
 #[cfg(test)]

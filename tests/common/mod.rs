@@ -1,3 +1,4 @@
 pub mod fixture;
 pub mod keys;
+pub mod netserve;
 pub mod podman;

@@ -1,0 +1,304 @@
+//! TLS for https:// destinations: rustls with the system CA bundle when the
+//! image has one (read through the Host root), else the embedded Mozilla roots
+//! (webpki-roots), since a FROM scratch image has no bundle at all (DESIGN.md
+//! §8). A verifier that records the presented chain wraps the real one, so a
+//! failed handshake still says whose certificate was presented: that is how
+//! TLS interception shows.
+
+use std::io;
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{
+    ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
+use serde::Serialize;
+
+use super::http::Timed;
+use crate::host::{read_regular, Host};
+
+/// CA bundles of the common distributions, in the order Go and curl try them.
+const BUNDLES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/ca-bundle.pem",
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+    "/etc/ssl/cert.pem",
+];
+const MAX_BUNDLE: u64 = 8 << 20;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TrustStore {
+    /// system (a CA bundle in the image) or embedded (webpki-roots).
+    pub kind: &'static str,
+    /// The bundle that was used, or why none was.
+    pub source: String,
+    pub certificates: usize,
+}
+
+pub struct Tls {
+    pub store: TrustStore,
+    provider: Arc<CryptoProvider>,
+    verifier: Result<Arc<WebPkiServerVerifier>, String>,
+}
+
+impl Tls {
+    pub fn load(host: &Host) -> Tls {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut tried = Vec::new();
+        let env_file = std::env::var("SSL_CERT_FILE")
+            .ok()
+            .filter(|v| v.starts_with('/'));
+        let candidates = env_file
+            .iter()
+            .map(String::as_str)
+            .chain(BUNDLES.iter().copied());
+        for path in candidates {
+            match read_regular(&host.path(path), MAX_BUNDLE) {
+                Ok(bytes) => {
+                    let mut roots = RootCertStore::empty();
+                    let certs = CertificateDer::pem_slice_iter(&bytes).filter_map(Result::ok);
+                    let (added, _) = roots.add_parsable_certificates(certs);
+                    if added > 0 {
+                        let via = if env_file.as_deref() == Some(path) {
+                            " (SSL_CERT_FILE)"
+                        } else {
+                            ""
+                        };
+                        return Tls::with_roots(
+                            provider,
+                            roots,
+                            TrustStore {
+                                kind: "system",
+                                source: format!("{path}{via}"),
+                                certificates: added,
+                            },
+                        );
+                    }
+                    tried.push(format!("{path}: no certificate in it"));
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => tried.push(format!("{path}: {e}")),
+            }
+        }
+        let roots = RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        let why = if tried.is_empty() {
+            "no CA bundle in the image".to_string()
+        } else {
+            tried.join("; ")
+        };
+        let n = roots.roots.len();
+        Tls::with_roots(
+            provider,
+            roots,
+            TrustStore {
+                kind: "embedded",
+                source: format!("webpki-roots, Mozilla's roots built into selfprobe ({why})"),
+                certificates: n,
+            },
+        )
+    }
+
+    fn with_roots(provider: Arc<CryptoProvider>, roots: RootCertStore, store: TrustStore) -> Tls {
+        let verifier =
+            WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                .build()
+                .map_err(|e| format!("cannot build the certificate verifier: {e}"));
+        Tls {
+            store,
+            provider,
+            verifier,
+        }
+    }
+
+    /// Runs the handshake on `tcp` for `name`. Returns the stream, or the
+    /// failure with whatever chain was presented.
+    pub fn handshake(
+        &self,
+        tcp: TcpStream,
+        name: &str,
+        deadline: Instant,
+    ) -> Result<(rustls::StreamOwned<ClientConnection, TcpStream>, Presented), (TlsError, Presented)>
+    {
+        let inner = match &self.verifier {
+            Ok(v) => v.clone(),
+            Err(e) => return Err((TlsError::Setup(e.clone()), Presented::default())),
+        };
+        let capture = Arc::new(Capture {
+            inner,
+            seen: Mutex::new(Vec::new()),
+        });
+        let presented =
+            |c: &Capture| Presented::from_chain(&c.seen.lock().unwrap_or_else(|e| e.into_inner()));
+        let config = ClientConfig::builder_with_provider(self.provider.clone())
+            .with_safe_default_protocol_versions()
+            .map(|b| {
+                let mut c = b
+                    .dangerous()
+                    .with_custom_certificate_verifier(capture.clone())
+                    .with_no_client_auth();
+                c.alpn_protocols = vec![b"http/1.1".to_vec()];
+                c
+            })
+            .map_err(|e| (TlsError::Setup(e.to_string()), Presented::default()))?;
+        let server_name = ServerName::try_from(name.to_string()).map_err(|e| {
+            (
+                TlsError::Setup(format!("'{name}' as a TLS name: {e}")),
+                Presented::default(),
+            )
+        })?;
+        let conn = ClientConnection::new(Arc::new(config), server_name)
+            .map_err(|e| (TlsError::Setup(e.to_string()), Presented::default()))?;
+        let mut stream = rustls::StreamOwned::new(conn, tcp);
+        while stream.conn.is_handshaking() {
+            // Every read gets only the time left, so a server that trickles
+            // the handshake cannot stretch the destination's deadline.
+            if let Err(e) = stream
+                .sock
+                .arm(deadline)
+                .and_then(|_| stream.conn.complete_io(&mut stream.sock))
+            {
+                let err = match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+                    Some(t) => TlsError::Rejected(t.to_string()),
+                    None => TlsError::Io(e),
+                };
+                return Err((err, presented(&capture)));
+            }
+        }
+        let p = presented(&capture);
+        Ok((stream, p))
+    }
+}
+
+#[derive(Debug)]
+pub enum TlsError {
+    /// The handshake failed: a bad certificate, an alert, a protocol error.
+    Rejected(String),
+    /// The socket failed during the handshake (timeout, reset).
+    Io(io::Error),
+    Setup(String),
+}
+
+/// The certificate the server presented.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Presented {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    pub chain_length: usize,
+}
+
+impl Presented {
+    fn from_chain(chain: &[CertificateDer<'static>]) -> Presented {
+        let mut p = Presented {
+            chain_length: chain.len(),
+            ..Default::default()
+        };
+        if let Some(ee) = chain.first() {
+            if let Some((subject, issuer)) = names(ee.as_ref()) {
+                p.subject = Some(subject);
+                p.issuer = Some(issuer);
+            }
+        }
+        p
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.chain_length == 0
+    }
+}
+
+/// Subject and issuer of a DER certificate, as RFC 4514 strings.
+pub fn names(der: &[u8]) -> Option<(String, String)> {
+    use x509_cert::der::Decode;
+    let cert = x509_cert::Certificate::from_der(der).ok()?;
+    let clip = |s: String| s.chars().take(512).collect::<String>();
+    Some((
+        clip(cert.tbs_certificate.subject.to_string()),
+        clip(cert.tbs_certificate.issuer.to_string()),
+    ))
+}
+
+#[derive(Debug)]
+struct Capture {
+    inner: Arc<WebPkiServerVerifier>,
+    seen: Mutex<Vec<CertificateDer<'static>>>,
+}
+
+impl ServerCertVerifier for Capture {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        {
+            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            seen.clear();
+            seen.push(end_entity.clone().into_owned());
+            seen.extend(intermediates.iter().map(|c| c.clone().into_owned()));
+        }
+        self.inner
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    #[test]
+    fn embedded_roots_without_a_bundle() {
+        let dir = std::env::temp_dir().join(format!("selfprobe-tls-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("etc/ssl/certs")).unwrap();
+        let host = Host::new(dir.clone(), Duration::from_secs(1));
+        let t = Tls::load(&host);
+        assert_eq!(t.store.kind, "embedded");
+        assert!(t.store.certificates > 100);
+        assert!(t.verifier.is_ok());
+
+        // A bundle with one real root (taken from the embedded set) is used.
+        std::fs::write(dir.join("etc/ssl/certs/ca-certificates.crt"), "not pem\n").unwrap();
+        assert_eq!(
+            Tls::load(&host).store.kind,
+            "embedded",
+            "an empty bundle falls back"
+        );
+        let _ = std::fs::remove_dir_all(PathBuf::from(&dir));
+    }
+}

@@ -91,6 +91,15 @@ pub struct RunArgs {
     /// Really create and remove a uniquely named file in each writable host path and the root filesystem
     #[arg(long)]
     pub write_test: bool,
+    /// Also try the built-in destinations (cloud metadata, public egress, Kubernetes API, engine and DevTools ports); never tried unless asked
+    #[arg(long)]
+    pub network_defaults: bool,
+    /// Test hook: connections to HOST:PORT go to IP:PORT instead (repeatable); reported in the inventory
+    #[arg(long = "net-redirect", value_name = "HOST:PORT=IP:PORT", hide = true)]
+    pub net_redirect: Vec<String>,
+    /// Test hook: never connect to anything but loopback, and ask only redirected nameservers
+    #[arg(long = "net-loopback-only", hide = true)]
+    pub net_loopback_only: bool,
     /// Write a signed attestation to FILE: a DSSE envelope carrying an in-toto statement whose predicate is the JSON report
     #[arg(long, value_name = "FILE")]
     pub attest: Option<PathBuf>,
@@ -102,15 +111,6 @@ pub struct RunArgs {
     /// The verifier's challenge: recorded in the report (run.nonce) and so bound into the signatures
     #[arg(long, value_name = "N")]
     pub nonce: Option<String>,
-    /// Also try the built-in destinations (cloud metadata, public egress, Kubernetes API, engine and DevTools ports); never tried unless asked
-    #[arg(long)]
-    pub network_defaults: bool,
-    /// Test hook: connections to HOST:PORT go to IP:PORT instead (repeatable); reported in the inventory
-    #[arg(long = "net-redirect", value_name = "HOST:PORT=IP:PORT", hide = true)]
-    pub net_redirect: Vec<String>,
-    /// Test hook: never connect to anything but loopback, and ask only redirected nameservers
-    #[arg(long = "net-loopback-only", hide = true)]
-    pub net_loopback_only: bool,
 }
 
 /// Where the signing key comes from; without either, SELFPROBE_SIGNING_KEY,
@@ -161,15 +161,6 @@ pub struct PubkeyArgs {
     /// The principal of the allowed_signers line (what `ssh-keygen -Y verify -I` names)
     #[arg(long, value_name = "NAME", default_value = "selfprobe")]
     pub principal: String,
-    /// Also try the built-in destinations (cloud metadata, public egress, Kubernetes API, engine and DevTools ports); never tried unless asked
-    #[arg(long)]
-    pub network_defaults: bool,
-    /// Test hook: connections to HOST:PORT go to IP:PORT instead (repeatable); reported in the inventory
-    #[arg(long = "net-redirect", value_name = "HOST:PORT=IP:PORT", hide = true)]
-    pub net_redirect: Vec<String>,
-    /// Test hook: never connect to anything but loopback, and ask only redirected nameservers
-    #[arg(long = "net-loopback-only", hide = true)]
-    pub net_loopback_only: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,12 +189,12 @@ pub struct Config {
     pub workspace: Option<(PathBuf, String)>,
     pub policy: Policy,
     pub write_test: bool,
+    pub net: NetOptions,
     pub attest: Option<PathBuf>,
     pub sshsig: Option<PathBuf>,
     /// None: SELFPROBE_SIGNING_KEY if it was set, else an ephemeral key.
     pub key_source: Option<KeySource>,
     pub nonce: Option<String>,
-    pub net: NetOptions,
 }
 
 impl RunArgs {

@@ -158,6 +158,7 @@ pub struct Facts {
     pub devices: Option<devices::DeviceFacts>,
     pub sockets: Option<sockets::SocketFacts>,
     pub writable: Option<writable::WritableFacts>,
+    pub network: Option<network::NetFacts>,
     pub secrets: Option<secrets::SecretFacts>,
     /// The image's identity (phase 4), where src/attest looks for it.
     pub image: Option<repro::ImageIdentity>,
@@ -165,7 +166,6 @@ pub struct Facts {
     pub caches: Option<artifacts::CacheFacts>,
     pub browsers: Option<artifacts::BrowserFacts>,
     pub artifacts: Option<artifacts::ArtifactFacts>,
-    pub network: Option<network::NetFacts>,
     pub teardown: Option<teardown::TeardownFacts>,
 }
 
@@ -220,7 +220,7 @@ fn take<T>(
 
 /// Runs the probes. Mounts come first because sockets, writability,
 /// secrets, caches, profiles, artifacts and teardown look inside the host
-/// mounts; the rest run side by side.
+/// mounts; the rest run side by side, and the network probe from the start.
 pub fn run(ctx: Arc<Context>) -> Collected {
     let mut records = Vec::new();
     let mut findings = Vec::new();
@@ -374,12 +374,12 @@ pub fn run(ctx: Arc<Context>) -> Collected {
             &mut panicked,
         ),
         mounts: None,
+        network: None,
         image: None,
         repro: None,
         caches: None,
         browsers: None,
         artifacts: None,
-        network: None,
     };
     facts.repro = take(
         repro.wait(&mut records),

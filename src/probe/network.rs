@@ -1226,23 +1226,18 @@ pub fn evaluate(facts: &NetFacts) -> Vec<Finding> {
         let subject = r.name.clone().unwrap_or_else(|| r.destination.clone());
         match verdict(r) {
             Verdict::Holds => {}
-            Verdict::Unknown => out.push(evidence(
-                Finding::new(
-                    "probe.incomplete",
-                    format!("network:{subject}"),
-                    format!(
-                        "the destination {} ({}) could not be checked: {}",
-                        r.destination,
-                        r.rule,
-                        r.error.clone().unwrap_or_default()
-                    ),
-                )
-                .unknown()
-                .with("probe", "network")
-                .with("reason", r.error.clone().unwrap_or_default()),
-                r,
-                facts,
-            )),
+            // Could not check: the code it would have raised, unknown, so
+            // the network-policy control is not assessed rather than passed.
+            Verdict::Unknown => {
+                let why = r.error.clone().unwrap_or_default();
+                let mut f = if r.list == List::Allow {
+                    Finding::new("net.allowed-unreachable", subject, String::new())
+                } else {
+                    deny_finding(r, subject)
+                };
+                f.message = format!("{} ({}) could not be checked: {why}", r.destination, r.rule);
+                out.push(evidence(f.unknown().with("reason", why), r, facts));
+            }
             Verdict::Violated if r.list == List::Allow => out.push(evidence(
                 Finding::new(
                     "net.allowed-unreachable",
@@ -1497,6 +1492,17 @@ mod tests {
                 ),
             ]
         );
+        let mut guarded = facts.clone();
+        guarded.destinations = vec![result(
+            List::Allow,
+            Kind::Policy,
+            "tcp://10.0.0.9:1",
+            NetOutcome::NotAttempted,
+            false,
+        )];
+        let f = evaluate(&guarded);
+        assert_eq!(f[0].code, "net.allowed-unreachable");
+        assert_eq!(f[0].status, crate::finding::Status::Unknown);
         let none = NetFacts {
             reason: Some("no policy".into()),
             ..Default::default()

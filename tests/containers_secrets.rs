@@ -33,28 +33,15 @@ fn random(n: usize, alphabet: &[u8]) -> String {
         .collect()
 }
 
+/// The encodings a leaked key or token would appear in (JWT segments are
+/// base64url without padding).
 fn b64(b: &[u8], url: bool) -> String {
-    let a: &[u8] = if url {
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    use base64ct::Encoding;
+    if url {
+        base64ct::Base64UrlUnpadded::encode_string(b)
     } else {
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-    };
-    let mut s = String::new();
-    for c in b.chunks(3) {
-        let n = c
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, x)| n | (*x as u32) << (16 - 8 * i));
-        for i in 0..=c.len() {
-            s.push(a[(n >> (18 - 6 * i) & 63) as usize] as char);
-        }
-        if !url {
-            for _ in c.len()..3 {
-                s.push('=');
-            }
-        }
+        base64ct::Base64::encode_string(b)
     }
-    s
 }
 
 fn now() -> i64 {

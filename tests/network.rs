@@ -1031,23 +1031,10 @@ fn proxies_are_honoured_and_reported_without_their_credentials() {
     assert!(!text.contains(secret) && !String::from_utf8_lossy(&out.stderr).contains(secret));
 }
 
+/// Standard padded base64, as in a Proxy-Authorization header.
 fn b64(s: &str) -> String {
-    const T: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let b = s.as_bytes();
-    let mut o = String::new();
-    for c in b.chunks(3) {
-        let n = (c[0] as u32) << 16
-            | (*c.get(1).unwrap_or(&0) as u32) << 8
-            | *c.get(2).unwrap_or(&0) as u32;
-        for k in 0..4 {
-            o.push(if k <= c.len() {
-                T[(n >> (18 - 6 * k) & 63) as usize] as char
-            } else {
-                '='
-            });
-        }
-    }
-    o
+    use base64ct::Encoding;
+    base64ct::Base64::encode_string(s.as_bytes())
 }
 
 #[test]

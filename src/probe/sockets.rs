@@ -229,10 +229,16 @@ pub fn collect(host: &Host, mounts: Option<&MountFacts>, deadline: Instant) -> S
                         facts.walk_truncated.push(mp.to_string_lossy().into_owned());
                     }
                     for p in found {
+                        // A socket in a host mount that bears an engine's
+                        // socket name is that engine's until shown otherwise:
+                        // silent or dead, it is still reported.
+                        let (engine, api) = named_like_engine(&p)
+                            .map(|s| (s.engine.clone(), s.api))
+                            .unwrap_or_else(|| ("unknown".into(), SocketApi::Http));
                         cands.push(Candidate {
                             path: p,
-                            engine: "unknown".into(),
-                            api: SocketApi::Http,
+                            engine,
+                            api,
                             origin: format!("host-mount:{}", mp.display()),
                         });
                     }
@@ -456,8 +462,20 @@ pub fn parse_http(buf: &[u8]) -> Result<HttpAnswer, String> {
     })
 }
 
+/// The catalog entry whose socket file name `p` bears (docker.sock,
+/// podman.sock, containerd.sock ...).
+fn named_like_engine(p: &Path) -> Option<&'static catalog::EngineSocket> {
+    let name = p.file_name()?;
+    catalog::engine_sockets()
+        .iter()
+        .find(|s| Path::new(&s.path).file_name() == Some(name))
+}
+
 fn is_engine(p: &SocketProbe) -> bool {
-    p.origin == "catalog" || p.origin.starts_with("env:") || p.outcome == Outcome::Answered
+    p.origin == "catalog"
+        || p.origin.starts_with("env:")
+        || p.outcome == Outcome::Answered
+        || p.engine != "unknown"
 }
 
 pub fn evaluate(f: &SocketFacts) -> Vec<Finding> {

@@ -19,9 +19,12 @@ use selfprobe::probe::privilege::{self, PrivFacts, PrivilegedSignals};
 use selfprobe::probe::secrets::{self, env, rules, tokens, SecretFacts};
 use selfprobe::probe::{mounts, repro, sockets};
 
+/// A target's body: the fuzzer's bytes in, a panic on any broken invariant.
+pub type Body = fn(&[u8]);
+
 /// Every target by name: fuzz/run.sh runs the fuzz_targets/ binaries of the
 /// same names, and the regression test finds their inputs by these names.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Body)] = &[
     ("mountinfo", mountinfo),
     ("proc_status", proc_status),
     ("uid_map", uid_map),

@@ -4,9 +4,10 @@
 # Exits 1 if any target crashed (the crashing input's path is printed),
 # 2 if a tool is missing, 3 if the targets do not build.
 #
-#   fuzz/run.sh [SECONDS]
+#   fuzz/run.sh [SECONDS [TARGET...]]
 #   SANITIZER=none fuzz/run.sh 60     # when ASan is unavailable
 #   JOBS=2 fuzz/run.sh 60             # two targets at a time
+#   FUZZ_ARGS='-dict=x' fuzz/run.sh   # more libFuzzer flags (the last one of a name wins)
 #
 # Not part of `cargo test`: a crash found here becomes an input under
 # tests/data/fuzz/<target>/, which tests/fuzz_regressions.rs replays.
@@ -15,7 +16,7 @@ set -u
 secs=${1:-60}
 case $secs in
 '' | *[!0-9]*)
-    echo "usage: fuzz/run.sh [SECONDS]" >&2
+    echo "usage: fuzz/run.sh [SECONDS [TARGET...]]" >&2
     exit 2
     ;;
 esac
@@ -44,9 +45,17 @@ export RUSTC_BOOTSTRAP=1
 unset CARGO_ENCODED_RUSTFLAGS
 
 targets=(mountinfo proc_status uid_map cgroup os_release jwt policy_toml env_rules engine_http)
+if [ $# -gt 1 ]; then
+    shift
+    targets=("$@")
+fi
+# shellcheck disable=SC2206 # word splitting of the flags is the point
+extra=(${FUZZ_ARGS:-})
 
 mkdir -p logs
-echo "building ${#targets[@]} targets (sanitizer $sanitizer, debug assertions on)"
+# A previous run's figures must not stand in for a target that did not run.
+rm -f logs/*.log logs/*.rc
+echo "building the targets (sanitizer $sanitizer, debug assertions on)"
 triple=$(rustc -vV | sed -n 's/^host: //p')
 if ! cargo fuzz build -s "$sanitizer" --target "$triple" >logs/build.log 2>&1; then
     tail -n 30 logs/build.log >&2
@@ -64,7 +73,7 @@ run_one() {
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_odr_violation=0} \
         timeout --kill-after=10 $((secs + 60)) \
         "target/$triple/release/$t" -artifact_prefix="$here/artifacts/$t/" \
-        -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+        -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "${extra[@]}" \
         "corpus-grown/$t" "corpus/$t" >"logs/$t.log" 2>&1
     echo $? >"logs/$t.rc"
 }

@@ -492,6 +492,11 @@ pub fn collect_caches(
     workspace: Option<&Path>,
     deadline: Instant,
 ) -> Result<CacheFacts, String> {
+    // Whether a cache outlives the container depends on the mount it is on:
+    // without the mount table an empty result would read as a pass.
+    if mounts.is_none() {
+        return Err("no mount table: whether caches outlive the container cannot be told".into());
+    }
     let users = Users::load(host);
     let homes = place::homes(host, &users, mounts);
     let mut facts = CacheFacts {
@@ -873,6 +878,11 @@ pub fn collect_browsers(
     mounts: Option<&MountFacts>,
     deadline: Instant,
 ) -> Result<BrowserFacts, String> {
+    if mounts.is_none() {
+        return Err(
+            "no mount table: whether browser profiles outlive the container cannot be told".into(),
+        );
+    }
     let users = Users::load(host);
     let homes = place::homes(host, &users, mounts);
     let mut cands: Vec<(&'static BrowserDef, PathBuf, String)> = Vec::new();

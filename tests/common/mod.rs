@@ -2,3 +2,4 @@ pub mod fixture;
 pub mod keys;
 pub mod netserve;
 pub mod podman;
+pub mod tree;

@@ -17,8 +17,10 @@ use crate::probe::mounts::{MountClass, MountEntry, MountFacts};
 pub const CANARY_PREFIX: &str = ".selfprobe-canary-";
 /// A canary is a few hundred bytes; anything larger is not ours.
 const MAX_CANARY: u64 = 64 * 1024;
-/// Entries read per location when looking for canaries: they sit at the top.
-const MAX_ENTRIES: usize = 5_000;
+/// Entries read per location when looking for canaries: they sit at the
+/// top, and a name is only compared, so a large top level costs little;
+/// past this the location is reported as not fully searched.
+const MAX_ENTRIES: usize = 1_000_000;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Canary {
@@ -111,6 +113,10 @@ pub struct TeardownFacts {
     /// Persistent locations: host paths and volumes, besides the workspace.
     pub persistent: Vec<Location>,
     pub canaries: Vec<Found>,
+    /// Locations with more than MAX_ENTRIES entries: canaries beyond those
+    /// were not looked for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub truncated: Vec<String>,
 }
 
 fn class_name(e: &MountEntry) -> Option<&'static str> {
@@ -147,6 +153,7 @@ pub fn collect(host: &Host, mounts: Option<&MountFacts>) -> Result<TeardownFacts
     let mut f = TeardownFacts {
         persistent: persistent_locations(mounts),
         canaries: Vec::new(),
+        truncated: Vec::new(),
     };
     // Volumes' writability was not checked by the mount probe.
     for l in &mut f.persistent {
@@ -168,11 +175,19 @@ pub fn collect(host: &Host, mounts: Option<&MountFacts>) -> Result<TeardownFacts
         let Ok(rd) = std::fs::read_dir(host.path(&d)) else {
             continue;
         };
-        for e in rd.flatten().take(MAX_ENTRIES) {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if !name.starts_with(CANARY_PREFIX) || !name.ends_with(".json") {
+        for (i, e) in rd.flatten().enumerate() {
+            if i == MAX_ENTRIES {
+                f.truncated.push(d.to_string_lossy().into_owned());
+                break;
+            }
+            // Compared as bytes: no string is made for the names that are
+            // not canaries, which is nearly all of them.
+            let os = e.file_name();
+            let b = os.as_encoded_bytes();
+            if !b.starts_with(CANARY_PREFIX.as_bytes()) || !b.ends_with(b".json") {
                 continue;
             }
+            let name = os.to_string_lossy().into_owned();
             let path = d.join(&name);
             let found = match read_regular(&e.path(), MAX_CANARY) {
                 Ok(bytes) => match serde_json::from_slice::<Canary>(&bytes) {
@@ -231,6 +246,19 @@ pub fn evaluate(f: &TeardownFacts, run_id: &str) -> Vec<Finding> {
                 .with("error", found.error.clone()),
             ),
         }
+    }
+    for d in &f.truncated {
+        out.push(
+            Finding::new(
+                "probe.incomplete",
+                format!("teardown:{d}"),
+                format!("{d} has more than {MAX_ENTRIES} entries at its top; canaries beyond those were not looked for"),
+            )
+            .unknown()
+            .with("probe", "teardown")
+            .with("phase", 6)
+            .with("reason", format!("the budget of {MAX_ENTRIES} entries ran out")),
+        );
     }
     for l in f.persistent.iter().filter(|l| l.writable && !l.allowed) {
         out.push(

@@ -172,46 +172,51 @@ pub fn collect(host: &Host, mounts: Option<&MountFacts>) -> Result<TeardownFacts
     dirs.sort();
     dirs.dedup();
     for d in dirs {
-        let Ok(rd) = std::fs::read_dir(host.path(&d)) else {
+        search(host, &d, MAX_ENTRIES, &mut f);
+    }
+    Ok(f)
+}
+
+/// Canaries at the top of `d`, reading at most `max` entries.
+fn search(host: &Host, d: &Path, max: usize, f: &mut TeardownFacts) {
+    let Ok(rd) = std::fs::read_dir(host.path(d)) else {
+        return;
+    };
+    for (i, e) in rd.flatten().enumerate() {
+        if i == max {
+            f.truncated.push(d.to_string_lossy().into_owned());
+            break;
+        }
+        // Compared as bytes: no string is made for the names that are
+        // not canaries, which is nearly all of them.
+        let os = e.file_name();
+        let b = os.as_encoded_bytes();
+        if !b.starts_with(CANARY_PREFIX.as_bytes()) || !b.ends_with(b".json") {
             continue;
-        };
-        for (i, e) in rd.flatten().enumerate() {
-            if i == MAX_ENTRIES {
-                f.truncated.push(d.to_string_lossy().into_owned());
-                break;
-            }
-            // Compared as bytes: no string is made for the names that are
-            // not canaries, which is nearly all of them.
-            let os = e.file_name();
-            let b = os.as_encoded_bytes();
-            if !b.starts_with(CANARY_PREFIX.as_bytes()) || !b.ends_with(b".json") {
-                continue;
-            }
-            let name = os.to_string_lossy().into_owned();
-            let path = d.join(&name);
-            let found = match read_regular(&e.path(), MAX_CANARY) {
-                Ok(bytes) => match serde_json::from_slice::<Canary>(&bytes) {
-                    Ok(c) => Found {
-                        path: path.to_string_lossy().into_owned(),
-                        canary: Some(c),
-                        error: None,
-                    },
-                    Err(err) => Found {
-                        path: path.to_string_lossy().into_owned(),
-                        canary: None,
-                        error: Some(format!("not a selfprobe canary: {err}")),
-                    },
+        }
+        let name = os.to_string_lossy().into_owned();
+        let path = d.join(&name);
+        let found = match read_regular(&e.path(), MAX_CANARY) {
+            Ok(bytes) => match serde_json::from_slice::<Canary>(&bytes) {
+                Ok(c) => Found {
+                    path: path.to_string_lossy().into_owned(),
+                    canary: Some(c),
+                    error: None,
                 },
                 Err(err) => Found {
                     path: path.to_string_lossy().into_owned(),
                     canary: None,
-                    error: Some(err.to_string()),
+                    error: Some(format!("not a selfprobe canary: {err}")),
                 },
-            };
-            f.canaries.push(found);
-        }
+            },
+            Err(err) => Found {
+                path: path.to_string_lossy().into_owned(),
+                canary: None,
+                error: Some(err.to_string()),
+            },
+        };
+        f.canaries.push(found);
     }
-    Ok(f)
 }
 
 pub fn evaluate(f: &TeardownFacts, run_id: &str) -> Vec<Finding> {
@@ -398,4 +403,44 @@ fn write_new(path: &Path, canary: &Canary, cleanup: &Cleanup) -> Result<(), Stri
         let _ = std::fs::remove_file(path);
         format!("writing failed and the partial canary was removed: {e}")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_location_too_large_to_read_whole_says_so() {
+        let dir = std::env::temp_dir().join(format!("sp-teardown-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        for i in 0..20 {
+            std::fs::write(dir.join(format!("data/f{i}")), "").unwrap();
+        }
+        std::fs::write(dir.join(format!("data/{CANARY_PREFIX}x.json")), "{}").unwrap();
+        let host = Host::new(dir.clone(), std::time::Duration::from_secs(30));
+        let mut whole = TeardownFacts {
+            persistent: Vec::new(),
+            canaries: Vec::new(),
+            truncated: Vec::new(),
+        };
+        search(&host, Path::new("/data"), 100, &mut whole);
+        assert!(whole.truncated.is_empty());
+        assert_eq!(whole.canaries.len(), 1, "{:?}", whole.canaries);
+        let mut cut = TeardownFacts {
+            persistent: Vec::new(),
+            canaries: Vec::new(),
+            truncated: Vec::new(),
+        };
+        search(&host, Path::new("/data"), 5, &mut cut);
+        assert_eq!(cut.truncated, vec!["/data".to_string()]);
+        let findings = evaluate(&cut, "run");
+        assert!(
+            findings
+                .iter()
+                .any(|f| f.code == "probe.incomplete" && f.subject == "teardown:/data"),
+            "{findings:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

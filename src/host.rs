@@ -17,7 +17,7 @@ use nix::unistd::AccessFlags;
 /// hostile or not what we meant to read.
 pub const MAX_READ: u64 = 1 << 20;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Host {
     root: PathBuf,
     started: SystemTime,
@@ -88,6 +88,11 @@ impl Host {
 
     pub fn deadline(&self) -> Instant {
         self.deadline
+    }
+
+    /// The run's whole budget (--timeout).
+    pub fn timeout(&self) -> Duration {
+        self.deadline - self.started_at
     }
 
     /// The earlier of the run's deadline and `budget` from now.

@@ -33,7 +33,13 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
     findings.extend(raised);
     report::sort_findings(&mut findings);
     let sc = scorecard::score(&findings, &collected.records);
-    let summary = report::summarize(&findings, cfg.fail_on, collected.panicked);
+    // A run cut short by --timeout has not checked everything: like a crashed
+    // probe, that is exit 3, whatever was found before the cut.
+    let summary = report::summarize(
+        &findings,
+        cfg.fail_on,
+        collected.panicked || !collected.cut_by_deadline.is_empty(),
+    );
     collected.records.sort_by_key(|r| (r.phase, r.name));
 
     Report {
@@ -63,6 +69,7 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
                 .map(|p| p.to_string_lossy().into_owned()),
             fail_on: cfg.fail_on,
             timeout_ms: cfg.timeout.as_millis(),
+            unfinished: collected.cut_by_deadline,
             write_test: cfg.write_test,
             nonce: cfg.nonce.clone(),
         },
@@ -84,7 +91,7 @@ pub fn plant(
 ) -> Result<crate::probe::teardown::PlantReport, String> {
     let run_id = host::run_id();
     let host = Host::new(cfg.root.clone(), cfg.timeout);
-    let mut mounts = crate::probe::mounts::collect(&host, cfg.workspace.clone())?;
+    let mut mounts = crate::probe::mounts::collect(&host, cfg.workspace.clone(), host.deadline())?;
     crate::probe::mounts::apply_policy(&mut mounts, &cfg.policy);
     let rep = crate::probe::teardown::plant(&host, &mounts, &run_id, &cleanup, signer);
     Ok(rep)

@@ -174,6 +174,8 @@ pub struct Collected {
     pub findings: Vec<Finding>,
     pub records: Vec<ProbeRecord>,
     pub panicked: bool,
+    /// Probes still running when the run's own deadline (--timeout) passed.
+    pub cut_by_deadline: Vec<&'static str>,
 }
 
 fn incomplete(probe: &str, phase: u8, why: String) -> Finding {
@@ -243,8 +245,9 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     });
 
     let c = ctx.clone();
-    let m = spawn("mounts", 1, budget(&ctx), move || {
-        let mut f = mounts::collect(&c.host, c.workspace.clone())?;
+    let d = budget(&ctx);
+    let m = spawn("mounts", 1, d, move || {
+        let mut f = mounts::collect(&c.host, c.workspace.clone(), d)?;
         mounts::apply_policy(&mut f, &c.policy);
         Ok(f)
     })
@@ -441,6 +444,16 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         for e in &m.parse_errors {
             findings.push(incomplete("mounts", 1, e.clone()).with("subject_detail", e.clone()));
         }
+        for mp in &m.unresponsive {
+            let mut f = incomplete(
+                "mounts",
+                1,
+                format!("the mount {mp} did not answer lstat(2) within the inspection wait; a hung FUSE or network filesystem is likely, and what it holds is unknown"),
+            );
+            f.subject = format!("mounts:{mp}");
+            f.id = crate::finding::finding_id(&f.code, &f.subject);
+            findings.push(f.with("mount_point", mp.clone()));
+        }
     }
     if let Some(n) = &facts.namespaces {
         findings.extend(namespaces::evaluate(n));
@@ -501,10 +514,39 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         }
     }
     facts.mounts = mount_facts.map(|m| Arc::try_unwrap(m).unwrap_or_else(|a| (*a).clone()));
+    // A probe that timed out once the run's deadline had passed was cut by
+    // --timeout, not by its own budget: the run as a whole is unfinished.
+    let cut_by_deadline = if Instant::now() >= ctx.host.deadline() {
+        records
+            .iter()
+            .filter(|r| r.status == "timeout")
+            .map(|r| r.name)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    for f in findings.iter_mut() {
+        if f.code == "probe.incomplete"
+            && cut_by_deadline
+                .iter()
+                .any(|n| f.evidence.get("probe").is_some_and(|p| p == n))
+            && f.evidence
+                .get("reason")
+                .is_some_and(|r| r == "it timed out")
+        {
+            let why = format!(
+                "the run's deadline (--timeout {} ms) passed before it finished",
+                ctx.host.timeout().as_millis()
+            );
+            f.message = format!("the {} probe could not finish: {why}", f.subject);
+            f.evidence.insert("reason".into(), why.into());
+        }
+    }
     Collected {
         facts,
         findings,
         records,
         panicked,
+        cut_by_deadline,
     }
 }

@@ -4,6 +4,9 @@
 
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
 
 use nix::unistd::AccessFlags;
 use serde::Serialize;
@@ -139,7 +142,8 @@ pub enum MountClass {
 /// What the probe saw at one mount point, beyond the mountinfo line.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Contents {
-    /// "dir", "file", "socket", "other" or "missing".
+    /// "dir", "file", "socket", "other", "missing", or "unresponsive" for
+    /// a mount that did not answer in time.
     pub file_type: &'static str,
     /// access(2) W_OK for this process.
     pub writable: bool,
@@ -173,6 +177,8 @@ pub struct WorkspaceFacts {
     pub exists: bool,
     /// The mount id the workspace lives on.
     pub mount_id: Option<u64>,
+    /// False when the workspace sits on a mount that did not answer in time.
+    pub answered: bool,
     /// Directories above the workspace, on its own mount, that hold a .git.
     pub parent_repos: Vec<String>,
 }
@@ -182,6 +188,9 @@ pub struct MountFacts {
     pub mounts: Vec<MountEntry>,
     pub workspace: Option<WorkspaceFacts>,
     pub parse_errors: Vec<String>,
+    /// Host mounts that did not answer lstat(2) in time (a hung FUSE or NFS
+    /// server): their contents are unknown.
+    pub unresponsive: Vec<String>,
 }
 
 const PSEUDO_FS: &[&str] = &[
@@ -331,7 +340,61 @@ fn home_of(root: &str) -> Option<(&str, Option<&str>)> {
 
 /// Collects mountinfo and looks at each host-derived mount point. `workspace`
 /// is where the workspace should be, with where that came from.
-pub fn collect(host: &Host, workspace: Option<(PathBuf, String)>) -> Result<MountFacts, String> {
+/// How long a host mount may take to answer lstat(2) and a few lookups. A
+/// healthy one answers in microseconds; a hung FUSE or NFS mount never does,
+/// and must not cost the mount table that every later probe needs.
+const INSPECT_WAIT: Duration = Duration::from_millis(1000);
+/// Mount points looked at side by side: a hung mount holds one worker for
+/// good, and the others go on with the rest.
+const INSPECT_WORKERS: usize = 4;
+
+/// Inspects every mount point in `points` on worker threads, until
+/// `deadline`. `None` marks one that did not answer in time.
+fn inspect_all(host: &Host, points: Vec<PathBuf>, deadline: Instant) -> Vec<Option<Contents>> {
+    let n = points.len();
+    let mut out: Vec<Option<Contents>> = vec![None; n];
+    if n == 0 {
+        return out;
+    }
+    let points = Arc::new(points);
+    let next = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = mpsc::channel();
+    let mut started = 0;
+    for _ in 0..INSPECT_WORKERS.min(n) {
+        let (points, next, tx, host) = (points.clone(), next.clone(), tx.clone(), host.clone());
+        let spawned = std::thread::Builder::new()
+            .name("mount-inspect".into())
+            .spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= points.len() || tx.send((i, inspect(&host, &points[i], true))).is_err() {
+                    break;
+                }
+            });
+        started += usize::from(spawned.is_ok());
+    }
+    drop(tx);
+    if started == 0 {
+        // No thread to spare: inspect inline, unbounded, as before.
+        for (i, p) in points.iter().enumerate() {
+            out[i] = Some(inspect(host, p, true));
+        }
+        return out;
+    }
+    for _ in 0..n {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((i, c)) => out[i] = Some(c),
+            Err(_) => break,
+        }
+    }
+    out
+}
+
+pub fn collect(
+    host: &Host,
+    workspace: Option<(PathBuf, String)>,
+    deadline: Instant,
+) -> Result<MountFacts, String> {
     let text = host
         .read("/proc/self/mountinfo")
         .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
@@ -351,16 +414,41 @@ pub fn collect(host: &Host, workspace: Option<(PathBuf, String)>) -> Result<Moun
         .filter(|m| matches!(m.fstype.as_str(), "tmpfs" | "ramfs") && m.root == Path::new("/"))
         .map(|m| (m.major, m.minor))
         .collect();
+    let classes: Vec<MountClass> = mounts.iter().map(|m| base_class(m, &own_tmpfs)).collect();
+    let to_inspect: Vec<PathBuf> = mounts
+        .iter()
+        .zip(&classes)
+        .filter(|(_, c)| matches!(c, MountClass::HostBind))
+        .map(|(m, _)| m.mount_point.clone())
+        .collect();
+    let wait_until = std::cmp::min(
+        Instant::now() + INSPECT_WAIT,
+        deadline
+            .checked_sub(Duration::from_millis(200))
+            .unwrap_or(deadline),
+    );
+    let mut inspected = inspect_all(host, to_inspect, wait_until).into_iter();
+    let mut unresponsive = Vec::new();
     let mut entries: Vec<MountEntry> = mounts
         .into_iter()
-        .map(|m| {
-            let class = base_class(&m, &own_tmpfs);
+        .zip(classes)
+        .map(|(m, class)| {
             let contents = if matches!(class, MountClass::HostBind) {
-                let mut c = inspect(host, &m.mount_point, true);
-                // Both must allow it: the mount flag (which a fixture tree
-                // cannot enforce) and access(2) for this user.
-                c.writable &= !m.read_only();
-                c
+                match inspected.next().flatten() {
+                    Some(mut c) => {
+                        // Both must allow it: the mount flag (which a fixture
+                        // tree cannot enforce) and access(2) for this user.
+                        c.writable &= !m.read_only();
+                        c
+                    }
+                    None => {
+                        unresponsive.push(m.mount_point.to_string_lossy().into_owned());
+                        Contents {
+                            file_type: "unresponsive",
+                            ..Contents::default()
+                        }
+                    }
+                }
             } else {
                 Contents {
                     file_type: "",
@@ -380,11 +468,15 @@ pub fn collect(host: &Host, workspace: Option<(PathBuf, String)>) -> Result<Moun
     for e in &mut entries {
         refine(e, &engine_devs);
     }
-    let workspace = workspace.map(|(path, source)| workspace_facts(host, &entries, path, source));
+    let workspace = workspace.map(|(path, source)| {
+        let hung = unresponsive.iter().any(|u| path.starts_with(u));
+        workspace_facts(host, &entries, path, source, !hung)
+    });
     Ok(MountFacts {
         mounts: entries,
         workspace,
         parse_errors,
+        unresponsive,
     })
 }
 
@@ -545,7 +637,20 @@ fn workspace_facts(
     entries: &[MountEntry],
     path: PathBuf,
     source: String,
+    answered: bool,
 ) -> WorkspaceFacts {
+    if !answered {
+        // On a mount that did not answer: nothing is known, nothing is
+        // claimed (probe.incomplete says so).
+        return WorkspaceFacts {
+            path,
+            source,
+            exists: false,
+            answered,
+            mount_id: None,
+            parent_repos: Vec::new(),
+        };
+    }
     let exists = host.path(&path).is_dir();
     let on = entries
         .iter()
@@ -570,6 +675,7 @@ fn workspace_facts(
         path,
         source,
         exists,
+        answered,
         mount_id: on.map(|m| m.mount.id),
         parent_repos,
     }
@@ -601,7 +707,7 @@ pub fn evaluate(facts: &MountFacts) -> Vec<Finding> {
             )
             .with("declared", false),
         ),
-        Some(w) if !w.exists => out.push(
+        Some(w) if w.answered && !w.exists => out.push(
             Finding::new(
                 "mount.workspace-missing",
                 w.path.to_string_lossy(),

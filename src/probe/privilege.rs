@@ -62,11 +62,10 @@ pub fn parse_id_map(text: &str) -> Result<Vec<(u64, u64, u64)>, String> {
         .collect()
 }
 
-pub fn collect(host: &Host) -> Result<PrivFacts, String> {
-    let status = host
-        .read("/proc/self/status")
-        .map_err(|e| format!("cannot read /proc/self/status: {e}"))?;
-    let s = parse_status(&status);
+/// The identity, capability sets and seccomp state of a status file (proc(5)):
+/// the part of the facts that /proc/self/status alone decides.
+pub fn from_status(status: &str) -> Result<PrivFacts, String> {
+    let s = parse_status(status);
     let mut f = PrivFacts::default();
     let ids = |k: &str| -> Vec<u32> {
         s.get(k)
@@ -98,6 +97,14 @@ pub fn collect(host: &Host) -> Result<PrivFacts, String> {
     f.no_new_privs = s.get("NoNewPrivs").map(|v| *v == "1");
     f.seccomp = s.get("Seccomp").and_then(|v| v.parse().ok());
     f.seccomp_filters = s.get("Seccomp_filters").and_then(|v| v.parse().ok());
+    Ok(f)
+}
+
+pub fn collect(host: &Host) -> Result<PrivFacts, String> {
+    let status = host
+        .read("/proc/self/status")
+        .map_err(|e| format!("cannot read /proc/self/status: {e}"))?;
+    let mut f = from_status(&status)?;
     match host.read("/proc/sys/kernel/cap_last_cap") {
         Ok(t) => f.cap_last_cap = t.trim().parse().ok(),
         Err(e) => f.incomplete.push(("cap_last_cap".into(), e.to_string())),

@@ -119,7 +119,8 @@ pub struct ReproFacts {
 // ---------------------------------------------------------------------------
 // Small parsers (pure)
 
-fn env_file(text: &str) -> BTreeMap<String, String> {
+/// KEY=value lines, optionally quoted, as in os-release(5) and /run/.containerenv.
+pub fn env_file(text: &str) -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     for line in text.lines() {
         let line = line.trim();
@@ -285,6 +286,27 @@ pub fn strip_jsonc(s: &str) -> String {
         j += 1;
     }
     String::from_utf8_lossy(&res).into_owned()
+}
+
+/// The identifying keys of an os-release file, each value kept short and
+/// printable: the file is the image's text, not ours.
+pub fn os_release(text: &str) -> BTreeMap<String, String> {
+    let m = env_file(text);
+    let mut out = BTreeMap::new();
+    for k in [
+        "ID",
+        "VERSION_ID",
+        "PRETTY_NAME",
+        "VERSION_CODENAME",
+        "BUILD_ID",
+        "IMAGE_ID",
+        "IMAGE_VERSION",
+    ] {
+        if let Some(v) = m.get(k) {
+            out.insert(k.to_string(), short(v));
+        }
+    }
+    out
 }
 
 fn short(s: &str) -> String {
@@ -610,20 +632,7 @@ fn identity(host: &Host, mounts: Option<&MountFacts>) -> ImageIdentity {
     let mut id = ImageIdentity::default();
     for p in ["/etc/os-release", "/usr/lib/os-release"] {
         if let Ok(t) = host.read(p) {
-            let m = env_file(&t);
-            for k in [
-                "ID",
-                "VERSION_ID",
-                "PRETTY_NAME",
-                "VERSION_CODENAME",
-                "BUILD_ID",
-                "IMAGE_ID",
-                "IMAGE_VERSION",
-            ] {
-                if let Some(v) = m.get(k) {
-                    id.os_release.insert(k.to_string(), short(v));
-                }
-            }
+            id.os_release = os_release(&t);
             break;
         }
     }

@@ -252,10 +252,16 @@ pub fn collect(host: &Host, mounts: Option<&MountFacts>, deadline: Instant) -> S
                         truncated: !complete,
                     });
                     for p in found {
+                        // A socket in a host mount that bears an engine's
+                        // socket name is that engine's until shown otherwise:
+                        // silent or dead, it is still reported.
+                        let (engine, api) = named_like_engine(&p)
+                            .map(|s| (s.engine.clone(), s.api))
+                            .unwrap_or_else(|| ("unknown".into(), SocketApi::Http));
                         cands.push(Candidate {
                             path: p,
-                            engine: "unknown".into(),
-                            api: SocketApi::Http,
+                            engine,
+                            api,
                             origin: format!("host-mount:{}", mp.display()),
                         });
                     }
@@ -348,39 +354,50 @@ fn probe_socket(path: &Path, api: SocketApi, deadline: Instant) -> (Outcome, Opt
             return (Outcome::NoAnswer, Some(ans));
         }
     };
-    ans.ping_status = Some(ping.status);
-    ans.server = ping.header("server").map(clean);
-    ans.api_version = ping.header("api-version").map(clean);
-    let body = String::from_utf8_lossy(&ping.body);
-    if ping.status != 200 || body.trim() != "OK" {
+    if !read_ping(&ping, &mut ans) {
         return (Outcome::NotEngine, Some(ans));
     }
     match http_get(path, "/version", VERSION_TIMEOUT, deadline) {
         Err(e) => ans.error = Some(format!("GET /version: {e}")),
-        Ok(v) => match serde_json::from_slice::<Value>(&v.body) {
-            Err(e) => {
-                ans.error = Some(format!(
-                    "GET /version: HTTP {} with no JSON body ({e})",
-                    v.status
-                ))
-            }
-            Ok(j) => {
-                let s = |k: &str| j.get(k).and_then(Value::as_str).map(clean);
-                ans.version = s("Version");
-                ans.api_version = s("ApiVersion").or(ans.api_version);
-                ans.os = s("Os");
-                if let Some(c) = j.get("Components").and_then(Value::as_array) {
-                    ans.components = c
-                        .iter()
-                        .filter_map(|x| x.get("Name").and_then(Value::as_str))
-                        .take(8)
-                        .map(clean)
-                        .collect();
-                }
-            }
-        },
+        Ok(v) => read_version(&v, &mut ans),
     }
     (Outcome::Answered, Some(ans))
+}
+
+/// Records what a /_ping answer says; true when it is an engine's "OK".
+/// Kept apart from the socket I/O so the answer's text can be fuzzed.
+pub fn read_ping(ping: &HttpAnswer, ans: &mut EngineAnswer) -> bool {
+    ans.ping_status = Some(ping.status);
+    ans.server = ping.header("server").map(clean);
+    ans.api_version = ping.header("api-version").map(clean);
+    let body = String::from_utf8_lossy(&ping.body);
+    ping.status == 200 && body.trim() == "OK"
+}
+
+/// Records what a /version answer says, or why it says nothing.
+pub fn read_version(v: &HttpAnswer, ans: &mut EngineAnswer) {
+    match serde_json::from_slice::<Value>(&v.body) {
+        Err(e) => {
+            ans.error = Some(format!(
+                "GET /version: HTTP {} with no JSON body ({e})",
+                v.status
+            ))
+        }
+        Ok(j) => {
+            let s = |k: &str| j.get(k).and_then(Value::as_str).map(clean);
+            ans.version = s("Version");
+            ans.api_version = s("ApiVersion").or(ans.api_version.take());
+            ans.os = s("Os");
+            if let Some(c) = j.get("Components").and_then(Value::as_array) {
+                ans.components = c
+                    .iter()
+                    .filter_map(|x| x.get("Name").and_then(Value::as_str))
+                    .take(8)
+                    .map(clean)
+                    .collect();
+            }
+        }
+    }
 }
 
 /// Engine answers are attacker-controlled text: keep them short and printable.
@@ -479,8 +496,20 @@ pub fn parse_http(buf: &[u8]) -> Result<HttpAnswer, String> {
     })
 }
 
+/// The catalog entry whose socket file name `p` bears (docker.sock,
+/// podman.sock, containerd.sock ...).
+fn named_like_engine(p: &Path) -> Option<&'static catalog::EngineSocket> {
+    let name = p.file_name()?;
+    catalog::engine_sockets()
+        .iter()
+        .find(|s| Path::new(&s.path).file_name() == Some(name))
+}
+
 fn is_engine(p: &SocketProbe) -> bool {
-    p.origin == "catalog" || p.origin.starts_with("env:") || p.outcome == Outcome::Answered
+    p.origin == "catalog"
+        || p.origin.starts_with("env:")
+        || p.outcome == Outcome::Answered
+        || p.engine != "unknown"
 }
 
 pub fn evaluate(f: &SocketFacts) -> Vec<Finding> {

@@ -57,6 +57,8 @@ pub struct RunInfo {
     pub policy: Option<String>,
     pub fail_on: Option<Severity>,
     pub timeout_ms: u128,
+    /// Probes still running when --timeout passed; the run exits 3.
+    pub unfinished: Vec<&'static str>,
     pub write_test: bool,
     /// The verifier's challenge (--nonce), bound into the signatures.
     pub nonce: Option<String>,

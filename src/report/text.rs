@@ -91,6 +91,17 @@ pub fn render(r: &Report, color: bool) -> String {
     if let Some(n) = &r.run.nonce {
         let _ = writeln!(o, "nonce {}", sanitize(n));
     }
+    if !r.run.unfinished.is_empty() {
+        let _ = writeln!(
+            o,
+            "{}",
+            st.bold(&format!(
+                "deadline: --timeout {} ms passed before these probes finished: {} (exit 3)",
+                r.run.timeout_ms,
+                r.run.unfinished.join(", ")
+            ))
+        );
+    }
 
     // The remediation is the same for every finding of a code: print it once.
     let mut fixed: Vec<&str> = Vec::new();

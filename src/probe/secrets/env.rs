@@ -62,6 +62,14 @@ pub fn parse_environ(bytes: &[u8]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The real uid of a /proc/PID/status file: the first number of its Uid line.
+pub fn status_uid(status: &str) -> Option<u32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+}
+
 /// This process's environment: the live one, or the fixture tree's
 /// /proc/self/environ under `--root`, so tests never see the environment
 /// of whoever runs them.
@@ -169,11 +177,10 @@ pub fn scan_processes(
             .read(format!("/proc/{pid}/comm"))
             .map(|c| short(c.trim(), 32))
             .unwrap_or_default();
-        let uid = host.read(format!("/proc/{pid}/status")).ok().and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|r| r.split_whitespace().next()?.parse().ok())
-        });
+        let uid = host
+            .read(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| status_uid(&s));
         f.hits.push(ProcHit {
             pid,
             comm,

@@ -738,25 +738,29 @@ impl<'a> Search<'a> {
                     if let Some(w) = hit {
                         self.push(path(), w, &root.origin, &root.path);
                     }
-                } else if ft.is_socket() {
-                    if self.agents.first(&name_s, "", &mut Vec::new).is_some() {
-                        let hint = if name_s.starts_with("S.gpg-agent") && !name_s.ends_with(".ssh")
-                        {
-                            Some(Protocol::Gpg)
-                        } else {
-                            Some(Protocol::Ssh)
-                        };
-                        self.sockets.push((
-                            path(),
-                            format!("found under {}", root.path.display()),
-                            hint,
-                        ));
-                    }
+                } else if ft.is_socket() && self.agents.first(&name_s, "", &mut Vec::new).is_some()
+                {
+                    let hint = if name_s.starts_with("S.gpg-agent") && !name_s.ends_with(".ssh") {
+                        Some(Protocol::Gpg)
+                    } else {
+                        Some(Protocol::Ssh)
+                    };
+                    self.sockets.push((
+                        path(),
+                        format!("found under {}", root.path.display()),
+                        hint,
+                    ));
                 } else {
-                    // A FIFO or device where a credential could be: its name
-                    // is noted, it is never opened.
-                    let named = self.files.exact.contains_key(name_s.as_ref())
-                        || self.histories.exact.contains_key(name_s.as_ref());
+                    // A FIFO, socket or device where a credential could be
+                    // (id_rsa, .ssh/id_ed25519): its name is noted, it is
+                    // never opened.
+                    let mut c = || {
+                        let mut c = dir_comps.get_or_insert_with(|| comps(&dir)).clone();
+                        c.push(name_s.to_string());
+                        c
+                    };
+                    let named = self.files.first(&name_s, &dir_name, &mut c).is_some()
+                        || self.histories.first(&name_s, &dir_name, &mut c).is_some();
                     if named {
                         self.facts.special_skipped += 1;
                         Self::note(

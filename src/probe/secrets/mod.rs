@@ -805,6 +805,26 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
         out.push(fnd);
     }
     for a in &f.agents {
+        if a.outcome == AgentOutcome::NoAnswer {
+            // A socket that takes the connection and stays silent may still
+            // be an agent with keys: could not check, never a pass.
+            out.push(
+                with_all(
+                    Finding::new(
+                        "secret.agent-socket",
+                        &a.path,
+                        format!(
+                            "the agent socket {} ({}) accepted a connection but gave no agent answer in time: whether it offers keys is unknown",
+                            a.path, a.origin
+                        ),
+                    ),
+                    json(a),
+                )
+                .severity(Severity::Medium)
+                .unknown(),
+            );
+            continue;
+        }
         if a.outcome != AgentOutcome::Answered && a.outcome != AgentOutcome::Denied {
             continue;
         }

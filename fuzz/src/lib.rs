@@ -1,0 +1,380 @@
+//! The bodies of the fuzz targets. They live in one library so that
+//! tests/fuzz_regressions.rs (which includes this file as a module) runs the
+//! very same parsers and invariants over the seeds and every crash ever found,
+//! in CI, where nothing is fuzzed.
+//!
+//! Each body takes the bytes a hostile container, process or engine could
+//! hand selfprobe, and asserts more than "no panic": whatever the parser
+//! keeps must be bounded by its input, and text that reaches a report must
+//! stay short and free of control characters.
+
+use std::borrow::Cow;
+use std::os::unix::ffi::OsStrExt;
+use std::time::{Duration, UNIX_EPOCH};
+
+use base64ct::{Base64UrlUnpadded, Encoding};
+use selfprobe::finding::Finding;
+use selfprobe::policy::Policy;
+use selfprobe::probe::privilege::{self, PrivFacts, PrivilegedSignals};
+use selfprobe::probe::secrets::{self, env, rules, tokens, SecretFacts};
+use selfprobe::probe::{mounts, repro, sockets};
+
+/// A target's body: the fuzzer's bytes in, a panic on any broken invariant.
+pub type Body = fn(&[u8]);
+
+/// Every target by name: fuzz/run.sh runs the fuzz_targets/ binaries of the
+/// same names, and the regression test finds their inputs by these names.
+pub const TARGETS: &[(&str, Body)] = &[
+    ("mountinfo", mountinfo),
+    ("proc_status", proc_status),
+    ("uid_map", uid_map),
+    ("cgroup", cgroup),
+    ("os_release", os_release),
+    ("jwt", jwt),
+    ("policy_toml", policy_toml),
+    ("env_rules", env_rules),
+    ("engine_http", engine_http),
+];
+
+/// The probes read /proc and files as text; lossy decoding keeps every
+/// string the fuzzer makes reachable instead of discarding non-UTF-8 input.
+fn text(data: &[u8]) -> Cow<'_, str> {
+    String::from_utf8_lossy(data)
+}
+
+fn non_blank_lines(t: &str) -> usize {
+    t.lines().filter(|l| !l.trim().is_empty()).count()
+}
+
+/// Text taken from the probed system into a report: bounded and free of
+/// anything a terminal would act on.
+pub fn assert_printable(what: &str, s: &str, max_chars: usize) {
+    assert!(
+        s.chars().count() <= max_chars,
+        "{what}: {} chars, more than {max_chars}",
+        s.chars().count()
+    );
+    assert!(
+        !s.chars().any(char::is_control),
+        "{what}: {s:?} keeps a control character"
+    );
+}
+
+fn is_hex64(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// /proc/self/mountinfo.
+pub fn mountinfo(data: &[u8]) {
+    let t = text(data);
+    let (found, errors) = mounts::parse_mountinfo(&t);
+    assert_eq!(
+        found.len() + errors.len(),
+        non_blank_lines(&t),
+        "every non-blank line is either a mount or an error"
+    );
+    for m in &found {
+        assert_eq!(m.root.as_os_str().as_bytes().first(), Some(&b'/'));
+        assert_eq!(m.mount_point.as_os_str().as_bytes().first(), Some(&b'/'));
+        let _ = m.read_only();
+    }
+    for word in t.split([' ', '\n']) {
+        let u = mounts::unescape(word);
+        assert!(u.len() <= word.len(), "unescaping never grows a field");
+        if !word.contains('\\') {
+            assert_eq!(u, word.as_bytes(), "nothing to unescape, nothing changed");
+        }
+    }
+    let roots: Vec<String> = found
+        .iter()
+        .map(|m| m.root.to_string_lossy().into_owned())
+        .collect();
+    if let Some((id, _)) = repro::mount_container_id(&roots) {
+        assert!(is_hex64(&id), "container id {id:?}");
+    }
+}
+
+/// /proc/self/status for the privilege facts, /proc/PID/status for the
+/// owner of another process's environment.
+pub fn proc_status(data: &[u8]) {
+    let t = text(data);
+    let fields = privilege::parse_status(&t);
+    assert!(fields.len() <= t.lines().count());
+    for (k, v) in &fields {
+        assert_eq!(k.trim(), *k);
+        assert_eq!(v.trim(), *v);
+    }
+    let _ = env::status_uid(&t);
+    let Ok(mut f) = privilege::from_status(&t) else {
+        return;
+    };
+    assert!(f.uid.len() >= 2, "facts without a real and effective uid");
+    // cap_last_cap comes from another file the container controls.
+    for last in [None, Some(40), Some(63), Some(64), Some(u32::MAX)] {
+        f.cap_last_cap = last;
+        let findings = privilege::evaluate(&f, &Policy::default(), &PrivilegedSignals::default());
+        // At most one finding per capability bit, plus the handful of
+        // whole-process ones (privileged, seccomp, LSM, no_new_privs, userns).
+        assert!(findings.len() <= 64 + 8, "{} findings", findings.len());
+        let inv = f.inventory();
+        for set in [
+            "effective",
+            "permitted",
+            "inheritable",
+            "bounding",
+            "ambient",
+        ] {
+            let names = inv["capabilities"][set].as_array().map_or(0, Vec::len);
+            assert!(names <= 64, "{set}: {names} capability names");
+        }
+    }
+}
+
+/// /proc/self/uid_map (and gid_map).
+pub fn uid_map(data: &[u8]) {
+    let t = text(data);
+    match privilege::parse_id_map(&t) {
+        Ok(map) => {
+            assert_eq!(map.len(), non_blank_lines(&t), "one range per line");
+            let f = PrivFacts {
+                uid_map: map,
+                ..PrivFacts::default()
+            };
+            let _ = f.root_maps_to_host_root();
+            let _ = f.inventory();
+        }
+        Err(e) => assert!(e.starts_with("uid_map line"), "{e}"),
+    }
+}
+
+/// /proc/self/cgroup, v1 (many hierarchies) or v2 (0::/path).
+pub fn cgroup(data: &[u8]) {
+    let t = text(data);
+    if let Some((id, engine)) = repro::cgroup_container_id(&t) {
+        assert!(is_hex64(&id), "container id {id:?}");
+        assert!(t.contains(id.as_str()), "an id that is not in the file");
+        assert!(
+            ["docker", "podman", "cri-o", "containerd", "kubernetes", ""].contains(&engine),
+            "engine {engine:?}"
+        );
+    }
+}
+
+/// /etc/os-release and /run/.containerenv.
+pub fn os_release(data: &[u8]) {
+    let t = text(data);
+    let all = repro::env_file(&t);
+    assert!(all.len() <= t.lines().count(), "more keys than lines");
+    let kept = repro::os_release(&t);
+    assert!(kept.len() <= 7);
+    for (k, v) in &kept {
+        assert!(all.contains_key(k), "{k} kept but not in the file");
+        assert_printable(k, v, 200);
+    }
+}
+
+/// Mode byte 0: the rest is header JSON, NUL, payload JSON, encoded here,
+/// because random bytes almost never make base64url of JSON. Anything else:
+/// the bytes are the token file (or kube config) as read.
+fn jwt_text(data: &[u8]) -> String {
+    match data.split_first() {
+        Some((0, rest)) => {
+            let (h, p) = match rest.iter().position(|b| *b == 0) {
+                Some(i) => (&rest[..i], &rest[i + 1..]),
+                None => (rest, &b"{}"[..]),
+            };
+            format!(
+                "{}.{}.c2ln",
+                Base64UrlUnpadded::encode_string(h),
+                Base64UrlUnpadded::encode_string(p)
+            )
+        }
+        _ => text(data).into_owned(),
+    }
+}
+
+fn assert_token_bounded(t: &tokens::Token) {
+    for (what, v) in [
+        ("alg", &t.alg),
+        ("iss", &t.iss),
+        ("sub", &t.sub),
+        ("namespace", &t.namespace),
+    ] {
+        if let Some(v) = v {
+            assert_printable(what, v, 96);
+        }
+    }
+    assert!(t.aud.len() <= 5, "{} audiences", t.aud.len());
+    for a in &t.aud {
+        assert_printable("aud", a, 96);
+    }
+}
+
+/// Service-account tokens, token files named by variables, kube configs.
+pub fn jwt(data: &[u8]) {
+    let t = jwt_text(data);
+    if let Some(b) = tokens::b64_decode(&t) {
+        assert!(b.len() <= t.len() * 3 / 4 + 1);
+    }
+    let direct = tokens::decode_jwt(&t, "fuzz", "fuzz");
+    let file = tokens::from_file_text(&t, "fuzz", "fuzz", false);
+    if let Some(d) = &direct {
+        assert_eq!(d.format, "jwt");
+        assert_token_bounded(d);
+        assert_eq!(
+            file.as_ref().map(|f| f.format),
+            Some("jwt"),
+            "a JWT file read as something else"
+        );
+    }
+    let kube = tokens::from_kube_config(&t, "kubeconfig");
+    assert!(kube.len() <= 16);
+    let kube_text = format!(
+        "users:\n- name: fuzz\n  user:\n    token: {}\n",
+        t.lines().next().unwrap_or("")
+    );
+    let wrapped = tokens::from_kube_config(&kube_text, "kubeconfig");
+    assert!(wrapped.len() <= 1);
+    let all: Vec<tokens::Token> = direct.into_iter().chain(file).chain(kube).collect();
+    for tok in &all {
+        assert_token_bounded(tok);
+    }
+    // The claims' numbers reach TTL arithmetic and date formatting.
+    let n = all.len();
+    let facts = SecretFacts {
+        tokens: all,
+        ..SecretFacts::default()
+    };
+    let policy = Policy {
+        max_token_ttl: Some(Duration::from_secs(8 * 3600)),
+        ..Policy::default()
+    };
+    for now in [0, 1_800_000_000, i64::MAX as u64] {
+        let findings = secrets::evaluate(&facts, &policy, UNIX_EPOCH + Duration::from_secs(now));
+        assert!(
+            findings.len() <= n,
+            "{} findings for {n} tokens",
+            findings.len()
+        );
+    }
+}
+
+/// The policy file (--policy), written by hand or by whoever controls the
+/// repository the workspace checks out.
+pub fn policy_toml(data: &[u8]) {
+    let t = text(data);
+    let max_line = t.matches('\n').count() + 1;
+    match Policy::parse("fuzz.toml", &t) {
+        Err(e) => {
+            assert_eq!(e.file, "fuzz.toml");
+            assert!(!e.message.is_empty());
+            if e.line > 0 {
+                assert!(e.line <= max_line, "line {} of {max_line}", e.line);
+                assert!(
+                    e.column >= 1 && e.column <= t.len() + 1,
+                    "column {}",
+                    e.column
+                );
+            }
+            let _ = e.to_string();
+        }
+        Ok(p) => {
+            for ex in &p.exceptions {
+                assert!(
+                    ex.line >= 1 && ex.line <= max_line,
+                    "exception line {}",
+                    ex.line
+                );
+            }
+            for d in p.network.allow.iter().chain(&p.network.deny) {
+                assert!(
+                    d.line >= 1 && d.line <= max_line,
+                    "destination line {}",
+                    d.line
+                );
+                let _ = d.target.to_string();
+            }
+            let mut fs = vec![
+                Finding::new("engine.socket-reachable", "/var/run/docker.sock", "fuzz"),
+                Finding::new("repro.no-lockfile", "/workspaces/app", "fuzz"),
+            ];
+            let raised = p.apply(&mut fs, (2026, 12, 1));
+            assert!(raised.len() <= p.exceptions.len());
+            let _ = p.mount_allowed("/workspaces/app/sub");
+        }
+    }
+}
+
+/// /proc/PID/environ of this and every readable process, classified by the
+/// rules of probes/env-secrets.toml; its lines as shell-history lines too.
+pub fn env_rules(data: &[u8]) {
+    let vars = env::parse_environ(data);
+    let pieces = data.split(|b| *b == 0).filter(|kv| !kv.is_empty()).count();
+    assert!(
+        vars.len() <= pieces,
+        "{} variables from {pieces} pieces",
+        vars.len()
+    );
+    let hits = env::scan(&vars);
+    assert!(hits.len() <= vars.len());
+    assert!(
+        hits.windows(2).all(|w| w[0].name < w[1].name),
+        "hits are sorted and unique"
+    );
+    for h in &hits {
+        assert_printable("hit name", &h.name, 128);
+        assert!(
+            vars.iter().any(|(k, _)| secrets::short(k, 128) == h.name),
+            "a hit named {:?} for no variable",
+            h.name
+        );
+    }
+    let r = rules::env_secrets();
+    let t = text(data);
+    for line in t.split(['\0', '\n']) {
+        let _ = r.line_hit(line);
+        for (n, v) in rules::assignments(line) {
+            assert!(rules::is_identifier(n), "{n:?}");
+            assert!(line.contains(n) && line.contains(v));
+        }
+    }
+}
+
+/// An engine socket's answers to GET /_ping and GET /version.
+pub fn engine_http(data: &[u8]) {
+    let a = match sockets::parse_http(data) {
+        Ok(a) => a,
+        Err(e) => {
+            assert!(e.starts_with("not an HTTP answer"), "{e}");
+            return;
+        }
+    };
+    assert!(data.ends_with(&a.body), "the body is what follows the head");
+    let head = &data[..data.len() - a.body.len()];
+    assert!(head.ends_with(b"\r\n\r\n"));
+    assert!(a.headers.len() < head.split(|b| *b == b'\n').count());
+    for (k, v) in &a.headers {
+        assert_eq!(k.trim(), k);
+        assert_eq!(v.trim(), v);
+    }
+    let mut ans = sockets::EngineAnswer::default();
+    if sockets::read_ping(&a, &mut ans) {
+        assert_eq!(a.status, 200);
+    }
+    assert_eq!(ans.ping_status, Some(a.status));
+    sockets::read_version(&a, &mut ans);
+    for (what, v) in [
+        ("server", &ans.server),
+        ("api_version", &ans.api_version),
+        ("version", &ans.version),
+        ("os", &ans.os),
+    ] {
+        if let Some(v) = v {
+            assert_printable(what, v, 120);
+        }
+    }
+    assert!(ans.components.len() <= 8);
+    for c in &ans.components {
+        assert_printable("component", c, 120);
+    }
+}

@@ -1,0 +1,259 @@
+//! The run's own deadline against a probe that is truly hung: the workspace
+//! is a FUSE mount whose server never answers, so every lstat(2), open(2)
+//! and getdents(2) on it blocks in the kernel until the process dies. The
+//! mount lives in a private mount namespace of the probed process alone
+//! (made between fork and exec), and /dev/fuse is held only by that
+//! process: when it exits, the connection and the namespace go with it.
+//!
+//! selfprobe must write its report when --timeout passes, with
+//! probe.incomplete for every probe that did not finish, exit 3, and then
+//! exit even though threads are still blocked on the mount.
+
+mod common;
+
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::fixture::{Fixture, BIN, DATA};
+use common::podman::{ci, is_root};
+use nix::fcntl::{open, OFlag};
+use nix::mount::{mount, MsFlags};
+use nix::sched::{unshare, CloneFlags};
+use nix::sys::stat::Mode;
+use serde_json::Value;
+
+/// The fd number the FUSE connection is kept on in the probed process.
+const FUSE_FD: i32 = 77;
+
+fn prerequisites() -> Option<String> {
+    if !is_root() {
+        return Some("needs root (a FUSE mount in a private mount namespace)".into());
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return Some("/dev/fuse is missing".into());
+    }
+    None
+}
+
+/// Runs selfprobe against `fx` with a FUSE mount that never answers over
+/// its workspace; returns (exit code, wall time, stderr).
+fn run_over_hung_mount(fx: &Fixture, report: &Path, args: &[&str]) -> (i32, Duration, String) {
+    let target = std::ffi::CString::new(fx.path("workspace").to_str().unwrap()).unwrap();
+    let opts = format!("fd={FUSE_FD},rootmode=40000,user_id=0,group_id=0");
+    let mut cmd = Command::new(BIN);
+    cmd.arg("--root")
+        .arg(&fx.dir)
+        .args(["--format", "json", "--workspace", "/workspace", "-o"])
+        .arg(report)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // Between fork and exec only async-signal-safe calls: the strings are
+    // made above, and these are plain system calls.
+    unsafe {
+        cmd.pre_exec(move || {
+            unshare(CloneFlags::CLONE_NEWNS)?;
+            mount(
+                None::<&str>,
+                "/",
+                None::<&str>,
+                MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+                None::<&str>,
+            )?;
+            let fd = open("/dev/fuse", OFlag::O_RDWR, Mode::empty())?;
+            // The duplicate must stay open across exec: it is the only
+            // reference to the connection, and nobody ever reads from it.
+            std::mem::forget(nix::unistd::dup2_raw(&fd, FUSE_FD)?);
+            drop(fd);
+            mount(
+                Some("selfprobe-hung"),
+                target.as_c_str(),
+                Some("fuse"),
+                MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+                Some(opts.as_str()),
+            )?;
+            Ok(())
+        });
+    }
+    let started = Instant::now();
+    let mut child = cmd.spawn().expect("spawn selfprobe");
+    let limit = Duration::from_secs(30);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("selfprobe still running {limit:?} after start over a hung mount");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let wall = started.elapsed();
+    let mut stderr = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr);
+    (status.code().unwrap_or(-1), wall, stderr)
+}
+
+fn fixture() -> Fixture {
+    let mi = fs::read_to_string(format!("{DATA}/plain.mountinfo")).unwrap()
+        + "84 80 254:0 /srv/app /workspace rw,relatime - ext4 /dev/vda rw\n";
+    let fx = Fixture::container("hung", &mi, &common::fixture::data("plain.status"));
+    fx.dir("workspace");
+    fx
+}
+
+#[test]
+fn global_deadline_over_a_hung_mount() {
+    if let Some(why) = prerequisites() {
+        assert!(
+            !ci(),
+            "global_deadline_over_a_hung_mount: {why} (required under CI)"
+        );
+        eprintln!("SKIPPED global_deadline_over_a_hung_mount: {why}");
+        return;
+    }
+    let fx = fixture();
+    let report = fx.path("report.json");
+    let (code, wall, stderr) = run_over_hung_mount(&fx, &report, &["--timeout", "3s"]);
+    let text = fs::read_to_string(&report)
+        .unwrap_or_else(|e| panic!("no report was written ({e}); stderr:\n{stderr}"));
+    let j: Value = serde_json::from_str(&text).expect("the report is JSON");
+    let mut bad = Vec::new();
+    if code != 3 {
+        bad.push(format!(
+            "exit {code}, want 3 (the run was cut by --timeout)"
+        ));
+    }
+    // The deadline, then writing the report; not the probes' 5 s budgets.
+    if wall > Duration::from_millis(4500) {
+        bad.push(format!("took {wall:?} with --timeout 3s"));
+    }
+    if stderr.contains("panicked") {
+        bad.push(format!("a panic reached stderr:\n{stderr}"));
+    }
+    let findings = j["findings"].as_array().cloned().unwrap_or_default();
+    let incomplete = |probe: &str| {
+        findings
+            .iter()
+            .any(|f| f["code"] == "probe.incomplete" && f["evidence"]["probe"] == probe)
+    };
+    let records = j["probes"].as_array().cloned().unwrap_or_default();
+    let unfinished: Vec<&str> = j["run"]["unfinished"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for r in &records {
+        let name = r["name"].as_str().unwrap_or("?");
+        match r["status"].as_str() {
+            Some("ok") => {}
+            Some("timeout") => {
+                if !incomplete(name) {
+                    bad.push(format!("{name} timed out with no probe.incomplete"));
+                }
+                if !unfinished.contains(&name) {
+                    bad.push(format!("{name} timed out but is not in run.unfinished"));
+                }
+            }
+            other => bad.push(format!("{name}: status {other:?}: {r}")),
+        }
+    }
+    // The hung mount costs the probes that look inside it, not the mount
+    // table or the probes that never touch it.
+    for p in ["mounts", "privilege", "namespaces", "devices"] {
+        if !records
+            .iter()
+            .any(|r| r["name"] == p && r["status"] == "ok")
+        {
+            bad.push(format!("{p} did not finish: {records:?}"));
+        }
+    }
+    if !findings
+        .iter()
+        .any(|f| f["code"] == "probe.incomplete" && f["subject"] == "mounts:/workspace")
+    {
+        bad.push("the hung mount itself is not reported as probe.incomplete".into());
+    }
+    if unfinished.is_empty() {
+        bad.push("run.unfinished is empty, yet the workspace never answered".into());
+    }
+    for p in ["secrets", "artifacts"] {
+        if !unfinished.contains(&p) {
+            bad.push(format!(
+                "{p} walks the hung workspace, yet finished: {records:?}"
+            ));
+        }
+    }
+    // The scorecard does not count what was not checked as a pass.
+    if j["summary"]["exit_code"] != 3 {
+        bad.push(format!("summary.exit_code {}", j["summary"]["exit_code"]));
+    }
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!("FIGURES hung mount, --timeout 3s: exit {code} after {wall:?}; unfinished {unfinished:?}\n").as_bytes(),
+    );
+    assert!(bad.is_empty(), "{}\nreport:\n{text}", bad.join("\n"));
+}
+
+#[test]
+fn probe_budget_over_a_hung_mount_without_a_global_cut() {
+    if let Some(why) = prerequisites() {
+        assert!(
+            !ci(),
+            "probe_budget_over_a_hung_mount: {why} (required under CI)"
+        );
+        eprintln!("SKIPPED probe_budget_over_a_hung_mount: {why}");
+        return;
+    }
+    // With the default --timeout (30 s), each probe's own 5 s budget ends
+    // the wait: the run finishes, not cut, and says what it could not see.
+    let fx = fixture();
+    let report = fx.path("report.json");
+    let (code, wall, stderr) = run_over_hung_mount(&fx, &report, &["--fail-on", "critical"]);
+    let text = fs::read_to_string(&report)
+        .unwrap_or_else(|e| panic!("no report was written ({e}); stderr:\n{stderr}"));
+    let j: Value = serde_json::from_str(&text).expect("the report is JSON");
+    let mut bad = Vec::new();
+    if wall > Duration::from_secs(9) {
+        bad.push(format!("took {wall:?}; probe budgets are 5 s"));
+    }
+    if j["run"]["unfinished"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty())
+    {
+        bad.push(format!(
+            "cut by a deadline that was not reached: {}",
+            j["run"]["unfinished"]
+        ));
+    }
+    let records = j["probes"].as_array().cloned().unwrap_or_default();
+    let timed_out: Vec<&str> = records
+        .iter()
+        .filter(|r| r["status"] == "timeout")
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    if !timed_out.contains(&"secrets") {
+        bad.push(format!(
+            "the secrets walk of the hung workspace did not time out: {records:?}"
+        ));
+    }
+    let findings = j["findings"].as_array().cloned().unwrap_or_default();
+    for p in &timed_out {
+        if !findings
+            .iter()
+            .any(|f| f["code"] == "probe.incomplete" && f["evidence"]["probe"] == *p)
+        {
+            bad.push(format!("{p} timed out with no probe.incomplete"));
+        }
+    }
+    // Nothing critical was found and the run was not cut: exit 0 with
+    // --fail-on critical; the unknowns are in the report, not hidden.
+    if code != 0 {
+        bad.push(format!("exit {code}, want 0"));
+    }
+    assert!(bad.is_empty(), "{}\nreport:\n{text}", bad.join("\n"));
+}

@@ -24,6 +24,7 @@ use crate::finding::{Finding, Severity};
 use crate::host::Host;
 use crate::probe::mounts::{MountClass, MountFacts};
 use crate::probe::place::{self, Owner, Placement, Retention, Users};
+use crate::probe::secrets::files::Glob;
 
 // ---------------------------------------------------------------------------
 // Catalogs
@@ -996,10 +997,20 @@ pub fn evaluate_browsers(f: &BrowserFacts) -> Vec<Finding> {
 // ---------------------------------------------------------------------------
 // Logs, traces, screenshots and downloads on persistent mounts
 
-/// Directory depth below a mount point, entries per run, and the manifest size.
+/// Directory depth below a mount point, entries per run, and the manifest
+/// size. An artifact can be anywhere that is not pruned, so the entry count
+/// is a backstop and the deadline the real bound (a million entries take
+/// about a second here); memory depends on MAX_PENDING, not on entries.
 pub const WALK_DEPTH: usize = 8;
-pub const WALK_ENTRIES: usize = 200_000;
+pub const WALK_ENTRIES: usize = 4_000_000;
 pub const MANIFEST_MAX: usize = 500;
+/// Directories found but not yet listed. Depth first, this is the sum of
+/// the fan-outs along one path: only a level of this many sibling
+/// directories overruns it, and that is reported rather than held.
+pub const MAX_PENDING: usize = 50_000;
+/// Artifacts held back per directory until it is known not to be a
+/// browser profile; past this the markers are looked up by name instead.
+const HELD_HITS: usize = 256;
 
 /// Never descended into: dependency trees, VCS data, caches (reported by the
 /// cache probe) and browser internals (leveldb keeps *.log files).
@@ -1055,6 +1066,8 @@ pub struct ArtifactEntry {
 pub struct WalkStat {
     pub mount_point: String,
     pub entries: usize,
+    /// Directories listed (or tried).
+    pub dirs: usize,
     pub unreadable_dirs: usize,
     /// Why the walk stopped early, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1082,8 +1095,9 @@ pub struct Group {
     pub dir: Option<PathBuf>,
 }
 
-/// `*` matches any run of bytes; no allocation, since it runs once per
-/// pattern for every file of a walk that may see 200,000 entries.
+/// `*` matches any run of bytes: the reference the compiled patterns below
+/// are tested against.
+#[cfg(test)]
 fn wild(p: &[u8], x: &[u8]) -> bool {
     match p.iter().position(|&c| c == b'*') {
         None => p == x,
@@ -1097,24 +1111,49 @@ fn wild(p: &[u8], x: &[u8]) -> bool {
     }
 }
 
-/// Patterns are lower-cased by the catalog loader; `lower` is the name.
-fn lower_match(patterns: &[String], lower: &str) -> bool {
-    patterns
-        .iter()
-        .any(|p| wild(p.as_bytes(), lower.as_bytes()))
+/// The catalog's name and dir_names patterns, compiled once: the walk
+/// matches every file name it meets against all of them.
+fn compiled() -> &'static [(Vec<Glob>, Vec<Glob>)] {
+    static C: OnceLock<Vec<(Vec<Glob>, Vec<Glob>)>> = OnceLock::new();
+    C.get_or_init(|| {
+        artifact_defs()
+            .iter()
+            .map(|d| {
+                (
+                    d.names.iter().map(|p| Glob::new(p)).collect(),
+                    d.dir_names.iter().map(|p| Glob::new(p)).collect(),
+                )
+            })
+            .collect()
+    })
 }
 
 /// The artifact class of a file, from its name or the artifact directory
-/// (`inherited`, an index into the catalog) it sits below.
+/// (`inherited`, an index into the catalog) it sits below. Patterns are
+/// lower-cased by the catalog loader; an ASCII name is lower-cased on the
+/// stack, anything else as Unicode, as before.
 fn classify(name: &str, inherited: Option<usize>) -> Option<usize> {
-    let defs = artifact_defs();
-    let lower = name.to_lowercase();
-    if let Some(i) = defs.iter().position(|d| lower_match(&d.names, &lower)) {
+    let mut buf = [0u8; 256];
+    let owned;
+    let lower: &[u8] = if name.is_ascii() && name.len() <= buf.len() {
+        let b = &mut buf[..name.len()];
+        b.copy_from_slice(name.as_bytes());
+        b.make_ascii_lowercase();
+        b
+    } else {
+        owned = name.to_lowercase();
+        owned.as_bytes()
+    };
+    let pats = compiled();
+    if let Some(i) = pats
+        .iter()
+        .position(|(names, _)| names.iter().any(|g| g.matches(lower)))
+    {
         return Some(i);
     }
     let i = inherited?;
-    let d = &defs[i];
-    (d.dir_names.is_empty() || lower_match(&d.dir_names, &lower)).then_some(i)
+    let dir_names = &pats[i].1;
+    (dir_names.is_empty() || dir_names.iter().any(|g| g.matches(lower))).then_some(i)
 }
 
 fn dir_class(name: &str) -> Option<usize> {
@@ -1131,6 +1170,68 @@ fn common_dir(a: &Path, b: &Path) -> PathBuf {
         out.push(x);
     }
     out
+}
+
+/// Whether `dir` holds one of PROFILE_MARKERS, asked by name: for a
+/// directory too large to hold its artifacts back until its listing ends.
+fn has_profile_marker(host: &Host, dir: &Path) -> bool {
+    PROFILE_MARKERS
+        .iter()
+        .any(|m| std::fs::symlink_metadata(host.path(dir.join(m))).is_ok())
+}
+
+/// Where one artifact walk adds what it finds.
+struct Sink<'a> {
+    host: &'a Host,
+    users: &'a Users,
+    placement: &'a Placement,
+    mount_point: &'a str,
+    mp: &'a Path,
+}
+
+impl Sink<'_> {
+    fn record(&self, facts: &mut ArtifactFacts, child: PathBuf, ci: usize) {
+        let def = &artifact_defs()[ci];
+        let meta = std::fs::symlink_metadata(self.host.path(&child)).ok();
+        let size = meta.as_ref().map(|m| m.len()).unwrap_or(0);
+        let owner = meta.as_ref().map(|m| self.users.owner(m.uid()));
+        let path = child.to_string_lossy().into_owned();
+        let g = facts
+            .groups
+            .entry((self.mount_point.to_string(), def.class.clone()))
+            .or_default();
+        g.sensitivity = def.sensitivity.clone();
+        g.shared_with = self.placement.shared_with;
+        g.count += 1;
+        g.bytes += size;
+        if g.examples.len() < 5 {
+            g.examples.push(path.clone());
+        }
+        if let Some(o) = &owner {
+            if g.owners.len() < 5 {
+                g.owners.insert(o.label());
+            }
+        }
+        let parent = child.parent().unwrap_or(self.mp).to_path_buf();
+        g.dir = Some(match &g.dir {
+            None => parent,
+            Some(d) => common_dir(d, &parent),
+        });
+        if facts.manifest.len() < MANIFEST_MAX {
+            facts.manifest.push(ArtifactEntry {
+                class: def.class.clone(),
+                sensitivity: def.sensitivity.clone(),
+                path,
+                size,
+                owner,
+                retention: self.placement.retention,
+                mount_point: self.mount_point.to_string(),
+                shared_with: self.placement.shared_with,
+            });
+        } else {
+            facts.manifest_truncated = true;
+        }
+    }
 }
 
 pub fn collect_artifacts(
@@ -1157,11 +1258,27 @@ pub fn collect_artifacts(
         let mut stat = WalkStat {
             mount_point: mp.to_string_lossy().into_owned(),
             entries: 0,
+            dirs: 0,
             unreadable_dirs: 0,
             truncated: None,
         };
+        let mount_point = stat.mount_point.clone();
+        let sink = Sink {
+            host,
+            users: &users,
+            placement: &placement,
+            mount_point: &mount_point,
+            mp: &mp,
+        };
         let mut stack: Vec<(PathBuf, usize, Option<usize>)> = vec![(mp.clone(), 0, None)];
         'walk: while let Some((dir, depth, inherited)) = stack.pop() {
+            // Per directory as well as per entry: a tree of empty
+            // directories has few entries, and the entry check is sparse.
+            if stat.dirs % 64 == 63 && Instant::now() > deadline {
+                stat.truncated = Some("the probe's deadline came first".into());
+                break 'walk;
+            }
+            stat.dirs += 1;
             let rd = match std::fs::read_dir(host.path(&dir)) {
                 Ok(rd) => rd,
                 Err(_) => {
@@ -1169,31 +1286,31 @@ pub fn collect_artifacts(
                     continue;
                 }
             };
-            let mut entries = Vec::new();
+            // A browser profile is not walked, and a marker may come last
+            // in the listing: what this directory adds (subdirectories on
+            // the stack, artifacts in `held`) stays undone until then.
+            let pushed_from = stack.len();
+            let mut held: Vec<(std::ffi::OsString, usize)> = Vec::new();
+            let mut streaming = false;
+            let mut profile = false;
             for e in rd.flatten() {
                 if budget == 0 {
                     stat.truncated =
                         Some(format!("the walk budget of {WALK_ENTRIES} entries ran out"));
                     break 'walk;
                 }
-                if Instant::now() > deadline {
+                if stat.entries % 1024 == 1023 && Instant::now() > deadline {
                     stat.truncated = Some("the probe's deadline came first".into());
                     break 'walk;
                 }
                 budget -= 1;
                 stat.entries += 1;
-                entries.push(e);
-            }
-            if entries.iter().any(|e| {
-                PROFILE_MARKERS
-                    .iter()
-                    .any(|p| e.file_name() == std::ffi::OsStr::new(p))
-            }) {
-                continue;
-            }
-            for e in entries {
-                let Ok(ft) = e.file_type() else { continue };
                 let os_name = e.file_name();
+                if PROFILE_MARKERS.iter().any(|p| os_name == *p) {
+                    profile = true;
+                    break;
+                }
+                let Ok(ft) = e.file_type() else { continue };
                 let name = os_name.to_string_lossy();
                 if ft.is_dir() {
                     let child = dir.join(&os_name);
@@ -1201,6 +1318,12 @@ pub fn collect_artifacts(
                         && !PRUNE.contains(&name.as_ref())
                         && !all_points.contains(&child)
                     {
+                        if stack.len() >= MAX_PENDING {
+                            stat.truncated = Some(format!(
+                                "more than {MAX_PENDING} directories were waiting to be listed"
+                            ));
+                            break 'walk;
+                        }
                         let inh = dir_class(&name).or(inherited);
                         stack.push((child, depth + 1, inh));
                     }
@@ -1214,47 +1337,28 @@ pub fn collect_artifacts(
                 let Some(ci) = classify(&name, inherited) else {
                     continue;
                 };
-                let child = dir.join(&os_name);
-                let def = &artifact_defs()[ci];
-                let meta = std::fs::symlink_metadata(host.path(&child)).ok();
-                let size = meta.as_ref().map(|m| m.len()).unwrap_or(0);
-                let owner = meta.as_ref().map(|m| users.owner(m.uid()));
-                let path = child.to_string_lossy().into_owned();
-                let g = facts
-                    .groups
-                    .entry((stat.mount_point.clone(), def.class.clone()))
-                    .or_default();
-                g.sensitivity = def.sensitivity.clone();
-                g.shared_with = placement.shared_with;
-                g.count += 1;
-                g.bytes += size;
-                if g.examples.len() < 5 {
-                    g.examples.push(path.clone());
+                if streaming {
+                    sink.record(&mut facts, dir.join(&os_name), ci);
+                    continue;
                 }
-                if let Some(o) = &owner {
-                    if g.owners.len() < 5 {
-                        g.owners.insert(o.label());
+                held.push((os_name, ci));
+                if held.len() >= HELD_HITS {
+                    if has_profile_marker(host, &dir) {
+                        profile = true;
+                        break;
+                    }
+                    streaming = true;
+                    for (n, ci) in held.drain(..) {
+                        sink.record(&mut facts, dir.join(n), ci);
                     }
                 }
-                let parent = child.parent().unwrap_or(&mp).to_path_buf();
-                g.dir = Some(match &g.dir {
-                    None => parent,
-                    Some(d) => common_dir(d, &parent),
-                });
-                if facts.manifest.len() < MANIFEST_MAX {
-                    facts.manifest.push(ArtifactEntry {
-                        class: def.class.clone(),
-                        sensitivity: def.sensitivity.clone(),
-                        path,
-                        size,
-                        owner,
-                        retention: placement.retention,
-                        mount_point: stat.mount_point.clone(),
-                        shared_with: placement.shared_with,
-                    });
-                } else {
-                    facts.manifest_truncated = true;
-                }
+            }
+            if profile {
+                stack.truncate(pushed_from);
+                continue;
+            }
+            for (n, ci) in held {
+                sink.record(&mut facts, dir.join(n), ci);
             }
         }
         for g in facts.groups.values_mut() {
@@ -1479,5 +1583,62 @@ mod tests {
         assert!(wild(b"*.log.*", b"a.log.1") && !wild(b"*.log.*", b"a.log"));
         assert!(wild(b"*screenshot*.png", b"my screenshot 1.png"));
         assert!(!wild(b"trace.zip", b"xtrace.zip") && wild(b"*-trace.zip", b"x-trace.zip"));
+        assert_eq!(classify("BUILD.LOG", None), idx("log"));
+        assert_eq!(
+            classify("ÉCRAN.LOG", None),
+            idx("log"),
+            "non-ASCII names too"
+        );
+    }
+
+    #[test]
+    fn compiled_patterns_agree_with_the_reference() {
+        let names = [
+            "app.log",
+            "a.log.1",
+            "a.log",
+            "npm-debug.log.123",
+            "yarn-error.log",
+            "x.har",
+            "trace.zip",
+            "xtrace.zip",
+            "x-trace.zip",
+            "my screenshot 1.png",
+            "screenshot.png",
+            "screenshotpng",
+            "screen shot 2024",
+            "file.crdownload",
+            "part",
+            ".part",
+            "f12.ts",
+            "",
+            "*",
+            "log",
+            "ab.log.log.",
+        ];
+        for d in artifact_defs() {
+            for p in d.names.iter().chain(&d.dir_names) {
+                let g = Glob::new(p);
+                for n in names {
+                    assert_eq!(
+                        g.matches(n.as_bytes()),
+                        wild(p.as_bytes(), n.as_bytes()),
+                        "{p} on {n:?}"
+                    );
+                }
+            }
+        }
+        for (p, n) in [
+            ("a*b*c", "abc"),
+            ("a*b*c", "ac"),
+            ("*a*a*", "aa"),
+            ("*a*a*", "a"),
+        ] {
+            assert_eq!(
+                Glob::new(p).matches(n.as_bytes()),
+                wild(p.as_bytes(), n.as_bytes()),
+                "{p} {n}"
+            );
+        }
     }
 }

@@ -885,6 +885,27 @@ pub fn collect(
     Ok(f)
 }
 
+/// The file names walk_workspace does something with: setup contracts,
+/// pins, manifests and lockfiles.
+fn wanted(name: &str) -> bool {
+    matches!(
+        name,
+        "Containerfile"
+            | "Dockerfile"
+            | "devcontainer.json"
+            | ".devcontainer.json"
+            | "compose.yaml"
+            | "compose.yml"
+            | "docker-compose.yaml"
+            | "docker-compose.yml"
+            | "flake.nix"
+            | "config.toml"
+    ) || PIN_FILES.contains(&name)
+        || ECOSYSTEMS
+            .iter()
+            .any(|e| e.manifest == name || e.locks.contains(&name))
+}
+
 fn walk_workspace(host: &Host, ws: &Path, deadline: Instant, f: &mut ReproFacts) {
     let mut stack: Vec<(PathBuf, usize)> = vec![(ws.to_path_buf(), 0)];
     let mut manifests: Vec<(PathBuf, &'static Ecosystem)> = Vec::new();
@@ -899,30 +920,32 @@ fn walk_workspace(host: &Host, ws: &Path, deadline: Instant, f: &mut ReproFacts)
                 continue;
             }
         };
+        // Only the names this probe reads or looks up are kept: a
+        // directory of 100,000 source files costs a listing, not a list.
         let mut names = Vec::new();
         for e in rd.flatten() {
             if f.walk_entries >= WALK_ENTRIES {
                 f.walk_truncated = Some(format!("the budget of {WALK_ENTRIES} entries ran out"));
                 break 'walk;
             }
-            if Instant::now() > deadline {
+            if f.walk_entries % 1024 == 1023 && Instant::now() > deadline {
                 f.walk_truncated = Some("the probe's deadline came first".into());
                 break 'walk;
             }
             f.walk_entries += 1;
             let Ok(ft) = e.file_type() else { continue };
-            let name = e.file_name().to_string_lossy().into_owned();
-            let child = dir.join(&name);
+            let os_name = e.file_name();
+            let name = os_name.to_string_lossy();
             if ft.is_dir() {
-                if depth + 1 < WALK_DEPTH && !PRUNE.contains(&name.as_str()) {
-                    stack.push((child, depth + 1));
+                if depth + 1 < WALK_DEPTH && !PRUNE.contains(&name.as_ref()) {
+                    stack.push((dir.join(&os_name), depth + 1));
                 }
                 continue;
             }
             // Links are followed only for names we read, and only inside
             // the root; FIFOs and sockets are never opened (host.read).
-            if ft.is_file() || ft.is_symlink() {
-                names.push(name);
+            if (ft.is_file() || ft.is_symlink()) && wanted(&name) {
+                names.push(name.into_owned());
             }
         }
         let parent_name = dir.file_name().map(|n| n.to_string_lossy().into_owned());

@@ -88,6 +88,15 @@ pub struct SocketFacts {
     /// Engine endpoints named by the environment that are not local sockets.
     pub tcp_endpoints: Vec<(String, String)>,
     pub walk_truncated: Vec<String>,
+    /// Entries the search for sockets looked at under each host mount.
+    pub walks: Vec<SocketWalk>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SocketWalk {
+    pub mount_point: String,
+    pub entries: usize,
+    pub truncated: bool,
 }
 
 struct Candidate {
@@ -166,35 +175,43 @@ pub fn redact_userinfo(url: &str) -> String {
     }
 }
 
+/// The sockets under `mount_point`, and how many entries that took; the
+/// flag is false when the budget or the deadline ended the search first.
 fn walk_for_sockets(
     host: &Host,
     mount_point: &Path,
     deadline: Instant,
     found: &mut Vec<PathBuf>,
-) -> bool {
+) -> (bool, usize) {
     let mut stack = vec![(mount_point.to_path_buf(), 0usize)];
     let mut seen = 0usize;
+    let mut dirs = 0usize;
     while let Some((dir, depth)) = stack.pop() {
+        dirs += 1;
+        if dirs % 64 == 0 && Instant::now() > deadline {
+            return (false, seen);
+        }
         let Ok(rd) = std::fs::read_dir(host.path(&dir)) else {
             continue;
         };
         for e in rd.flatten() {
             seen += 1;
-            if seen > WALK_ENTRIES || Instant::now() > deadline {
-                return false;
+            if seen > WALK_ENTRIES || (seen % 1024 == 0 && Instant::now() > deadline) {
+                return (false, seen - 1);
             }
             let Ok(ft) = e.file_type() else { continue };
-            let name = e.file_name();
-            let child = dir.join(&name);
+            // Most entries are neither: no path is built for them.
             if ft.is_socket() {
-                found.push(child);
-            } else if ft.is_dir() && depth + 1 < WALK_DEPTH && !SKIP_DIRS.iter().any(|s| name == *s)
-            {
-                stack.push((child, depth + 1));
+                found.push(dir.join(e.file_name()));
+            } else if ft.is_dir() && depth + 1 < WALK_DEPTH {
+                let name = e.file_name();
+                if !SKIP_DIRS.iter().any(|s| name == *s) {
+                    stack.push((dir.join(name), depth + 1));
+                }
             }
         }
     }
-    true
+    (true, seen)
 }
 
 pub fn collect(host: &Host, mounts: Option<&MountFacts>, deadline: Instant) -> SocketFacts {
@@ -225,9 +242,15 @@ pub fn collect(host: &Host, mounts: Option<&MountFacts>, deadline: Instant) -> S
                     if e.contents.file_type == "dir" =>
                 {
                     let mut found = Vec::new();
-                    if !walk_for_sockets(host, mp, deadline, &mut found) {
+                    let (complete, entries) = walk_for_sockets(host, mp, deadline, &mut found);
+                    if !complete {
                         facts.walk_truncated.push(mp.to_string_lossy().into_owned());
                     }
+                    facts.walks.push(SocketWalk {
+                        mount_point: mp.to_string_lossy().into_owned(),
+                        entries,
+                        truncated: !complete,
+                    });
                     for p in found {
                         // A socket in a host mount that bears an engine's
                         // socket name is that engine's until shown otherwise:

@@ -17,8 +17,10 @@ use crate::probe::mounts::{MountClass, MountEntry, MountFacts};
 pub const CANARY_PREFIX: &str = ".selfprobe-canary-";
 /// A canary is a few hundred bytes; anything larger is not ours.
 const MAX_CANARY: u64 = 64 * 1024;
-/// Entries read per location when looking for canaries: they sit at the top.
-const MAX_ENTRIES: usize = 5_000;
+/// Entries read per location when looking for canaries: they sit at the
+/// top, and a name is only compared, so a large top level costs little;
+/// past this the location is reported as not fully searched.
+const MAX_ENTRIES: usize = 1_000_000;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Canary {
@@ -111,6 +113,10 @@ pub struct TeardownFacts {
     /// Persistent locations: host paths and volumes, besides the workspace.
     pub persistent: Vec<Location>,
     pub canaries: Vec<Found>,
+    /// Locations with more than MAX_ENTRIES entries: canaries beyond those
+    /// were not looked for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub truncated: Vec<String>,
 }
 
 fn class_name(e: &MountEntry) -> Option<&'static str> {
@@ -147,6 +153,7 @@ pub fn collect(host: &Host, mounts: Option<&MountFacts>) -> Result<TeardownFacts
     let mut f = TeardownFacts {
         persistent: persistent_locations(mounts),
         canaries: Vec::new(),
+        truncated: Vec::new(),
     };
     // Volumes' writability was not checked by the mount probe.
     for l in &mut f.persistent {
@@ -165,38 +172,51 @@ pub fn collect(host: &Host, mounts: Option<&MountFacts>) -> Result<TeardownFacts
     dirs.sort();
     dirs.dedup();
     for d in dirs {
-        let Ok(rd) = std::fs::read_dir(host.path(&d)) else {
+        search(host, &d, MAX_ENTRIES, &mut f);
+    }
+    Ok(f)
+}
+
+/// Canaries at the top of `d`, reading at most `max` entries.
+fn search(host: &Host, d: &Path, max: usize, f: &mut TeardownFacts) {
+    let Ok(rd) = std::fs::read_dir(host.path(d)) else {
+        return;
+    };
+    for (i, e) in rd.flatten().enumerate() {
+        if i == max {
+            f.truncated.push(d.to_string_lossy().into_owned());
+            break;
+        }
+        // Compared as bytes: no string is made for the names that are
+        // not canaries, which is nearly all of them.
+        let os = e.file_name();
+        let b = os.as_encoded_bytes();
+        if !b.starts_with(CANARY_PREFIX.as_bytes()) || !b.ends_with(b".json") {
             continue;
-        };
-        for e in rd.flatten().take(MAX_ENTRIES) {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if !name.starts_with(CANARY_PREFIX) || !name.ends_with(".json") {
-                continue;
-            }
-            let path = d.join(&name);
-            let found = match read_regular(&e.path(), MAX_CANARY) {
-                Ok(bytes) => match serde_json::from_slice::<Canary>(&bytes) {
-                    Ok(c) => Found {
-                        path: path.to_string_lossy().into_owned(),
-                        canary: Some(c),
-                        error: None,
-                    },
-                    Err(err) => Found {
-                        path: path.to_string_lossy().into_owned(),
-                        canary: None,
-                        error: Some(format!("not a selfprobe canary: {err}")),
-                    },
+        }
+        let name = os.to_string_lossy().into_owned();
+        let path = d.join(&name);
+        let found = match read_regular(&e.path(), MAX_CANARY) {
+            Ok(bytes) => match serde_json::from_slice::<Canary>(&bytes) {
+                Ok(c) => Found {
+                    path: path.to_string_lossy().into_owned(),
+                    canary: Some(c),
+                    error: None,
                 },
                 Err(err) => Found {
                     path: path.to_string_lossy().into_owned(),
                     canary: None,
-                    error: Some(err.to_string()),
+                    error: Some(format!("not a selfprobe canary: {err}")),
                 },
-            };
-            f.canaries.push(found);
-        }
+            },
+            Err(err) => Found {
+                path: path.to_string_lossy().into_owned(),
+                canary: None,
+                error: Some(err.to_string()),
+            },
+        };
+        f.canaries.push(found);
     }
-    Ok(f)
 }
 
 pub fn evaluate(f: &TeardownFacts, run_id: &str) -> Vec<Finding> {
@@ -231,6 +251,19 @@ pub fn evaluate(f: &TeardownFacts, run_id: &str) -> Vec<Finding> {
                 .with("error", found.error.clone()),
             ),
         }
+    }
+    for d in &f.truncated {
+        out.push(
+            Finding::new(
+                "probe.incomplete",
+                format!("teardown:{d}"),
+                format!("{d} has more than {MAX_ENTRIES} entries at its top; canaries beyond those were not looked for"),
+            )
+            .unknown()
+            .with("probe", "teardown")
+            .with("phase", 6)
+            .with("reason", format!("the budget of {MAX_ENTRIES} entries ran out")),
+        );
     }
     for l in f.persistent.iter().filter(|l| l.writable && !l.allowed) {
         out.push(
@@ -370,4 +403,44 @@ fn write_new(path: &Path, canary: &Canary, cleanup: &Cleanup) -> Result<(), Stri
         let _ = std::fs::remove_file(path);
         format!("writing failed and the partial canary was removed: {e}")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_location_too_large_to_read_whole_says_so() {
+        let dir = std::env::temp_dir().join(format!("sp-teardown-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        for i in 0..20 {
+            std::fs::write(dir.join(format!("data/f{i}")), "").unwrap();
+        }
+        std::fs::write(dir.join(format!("data/{CANARY_PREFIX}x.json")), "{}").unwrap();
+        let host = Host::new(dir.clone(), std::time::Duration::from_secs(30));
+        let mut whole = TeardownFacts {
+            persistent: Vec::new(),
+            canaries: Vec::new(),
+            truncated: Vec::new(),
+        };
+        search(&host, Path::new("/data"), 100, &mut whole);
+        assert!(whole.truncated.is_empty());
+        assert_eq!(whole.canaries.len(), 1, "{:?}", whole.canaries);
+        let mut cut = TeardownFacts {
+            persistent: Vec::new(),
+            canaries: Vec::new(),
+            truncated: Vec::new(),
+        };
+        search(&host, Path::new("/data"), 5, &mut cut);
+        assert_eq!(cut.truncated, vec!["/data".to_string()]);
+        let findings = evaluate(&cut, "run");
+        assert!(
+            findings
+                .iter()
+                .any(|f| f.code == "probe.incomplete" && f.subject == "teardown:/data"),
+            "{findings:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

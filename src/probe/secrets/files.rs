@@ -38,21 +38,34 @@ pub struct Budget {
     pub depth: usize,
 }
 
-/// The workspace and host mounts: a repository with its dependencies
-/// pruned is well inside this; a larger tree is reported as truncated.
+/// The workspace and host mounts. A credential can sit in any directory
+/// that is not pruned, so the walk's real bound is its deadline: a million
+/// entries take about a second here. The entry count stays as a backstop,
+/// and memory is bounded by directories (MAX_DIRS, MAX_QUEUED), not by
+/// entries, since nothing is kept per file that matches no rule.
 pub const ROOT_BUDGET: Budget = Budget {
-    entries: 100_000,
+    entries: 4_000_000,
     depth: 12,
 };
 /// A home's standard places are looked at directly; the walk is for keys
 /// and .env files elsewhere in it.
 pub const HOME_BUDGET: Budget = Budget {
-    entries: 50_000,
+    entries: 1_000_000,
     depth: 8,
 };
-pub const TOTAL_ENTRIES: usize = 250_000;
+pub const TOTAL_ENTRIES: usize = 8_000_000;
+/// Directories listed in one run: each costs a (dev, inode) pair in the
+/// loop guard, so this bounds that set (a few MiB).
+pub const MAX_DIRS: usize = 250_000;
+/// Directories waiting in the breadth-first queue: a level of a tree this
+/// wide is reported as truncated rather than held in memory.
+pub const MAX_QUEUED: usize = 50_000;
 /// Files opened to confirm a rule; each read is at most the rule's max_read.
 pub const MAX_CHECKS: usize = 5_000;
+/// Candidates kept for checking: more than MAX_CHECKS could ever open, so
+/// a tree of a million .env files cannot grow the list without end; those
+/// beyond it make the checks incomplete.
+pub const MAX_CANDIDATES: usize = 4 * MAX_CHECKS;
 /// Paths kept as examples in the facts (denied, special files).
 const MAX_EXAMPLES: usize = 20;
 const MAX_LISTING: usize = 2_000;
@@ -125,6 +138,8 @@ pub struct SearchFacts {
     /// Readable files whose contents did not confirm their rule.
     pub unconfirmed: usize,
     pub bytes_read: u64,
+    /// Candidates beyond MAX_CANDIDATES, never checked.
+    pub candidates_dropped: usize,
     pub walk_us: u128,
     pub entries_per_s: u64,
     pub budget: BudgetFacts,
@@ -137,7 +152,10 @@ pub struct BudgetFacts {
     pub home_entries: usize,
     pub home_depth: usize,
     pub total_entries: usize,
+    pub max_dirs: usize,
+    pub max_queued: usize,
     pub max_checks: usize,
+    pub max_candidates: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -164,14 +182,90 @@ struct Candidate {
     scope: PathBuf,
 }
 
+/// A `*`-glob over one path component, split once at the stars so that
+/// matching a name costs a prefix, a suffix and a search for each middle
+/// piece: no allocation and no backtracking. The walks run it for every
+/// name they meet, a million times on a large tree. Same answers as
+/// rules::glob1 and the artifact catalog's patterns (checked by a test).
+#[derive(Debug, Clone)]
+pub struct Glob {
+    /// The pattern's pieces between stars; one piece means no star.
+    pieces: Vec<Box<[u8]>>,
+    min_len: usize,
+}
+
+impl Glob {
+    pub fn new(pattern: &str) -> Glob {
+        let pieces: Vec<Box<[u8]>> = pattern.split('*').map(|p| p.as_bytes().into()).collect();
+        let min_len = pieces.iter().map(|p| p.len()).sum();
+        Glob { pieces, min_len }
+    }
+
+    pub fn matches(&self, x: &[u8]) -> bool {
+        let (first, last) = match self.pieces.as_slice() {
+            [only] => return x == &only[..],
+            [first, .., last] => (first, last),
+            [] => return x.is_empty(),
+        };
+        if x.len() < self.min_len || !x.starts_with(first) || !x.ends_with(last) {
+            return false;
+        }
+        let mut mid = &x[first.len()..x.len() - last.len()];
+        for piece in &self.pieces[1..self.pieces.len() - 1] {
+            // Leftmost is enough: with `*` the only wildcard, an earlier
+            // match never rules out a later piece.
+            match find(mid, piece) {
+                Some(i) => mid = &mid[i + piece.len()..],
+                None => return false,
+            }
+        }
+        true
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return Some(0);
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// FNV-1a: the exact-name index is hashed once per name the walk meets,
+/// and SipHash's flood resistance buys nothing against a catalog of fixed
+/// keys (a crafted tree can only make its own lookups collide).
+#[derive(Default)]
+pub struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type FnvMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
+
 /// Catalog paths indexed by their last component, so the walk pays one
 /// hash lookup per file name plus the few globbed names, and a pattern's
 /// parent component is checked against the directory's name before the
 /// whole path is built.
 struct Matcher {
     pats: Vec<Vec<String>>,
-    excludes: Vec<Vec<String>>,
-    exact: HashMap<String, Vec<usize>>,
+    excludes: Vec<Vec<Glob>>,
+    /// The last component and the one before it, compiled.
+    last: Vec<Glob>,
+    parent: Vec<Option<Glob>>,
+    exact: FnvMap<String, Vec<usize>>,
     globbed: Vec<usize>,
 }
 
@@ -180,7 +274,9 @@ impl Matcher {
         let mut m = Matcher {
             pats: Vec::new(),
             excludes: Vec::new(),
-            exact: HashMap::new(),
+            last: Vec::new(),
+            parent: Vec::new(),
+            exact: FnvMap::default(),
             globbed: Vec::new(),
         };
         for (i, (p, ex)) in items.enumerate() {
@@ -189,10 +285,13 @@ impl Matcher {
             if last.contains('*') {
                 m.globbed.push(i);
             } else {
-                m.exact.entry(last).or_default().push(i);
+                m.exact.entry(last.clone()).or_default().push(i);
             }
+            m.last.push(Glob::new(&last));
+            m.parent
+                .push((comps.len() >= 2).then(|| Glob::new(&comps[comps.len() - 2])));
             m.pats.push(comps);
-            m.excludes.push(ex.to_vec());
+            m.excludes.push(ex.iter().map(|e| Glob::new(e)).collect());
         }
         m
     }
@@ -210,12 +309,13 @@ impl Matcher {
             .globbed
             .iter()
             .copied()
-            .filter(|i| glob1(self.pats[*i].last().map_or("", String::as_str), name));
+            .filter(|i| self.last[*i].matches(name.as_bytes()));
         let mut hits: Vec<usize> = Vec::new();
         for i in exact.iter().copied().chain(globbed) {
-            let p = &self.pats[i];
-            let parent_ok = p.len() < 2 || glob1(&p[p.len() - 2], parent);
-            if parent_ok && !self.excludes[i].iter().any(|e| glob1(e, name)) {
+            let parent_ok = self.parent[i]
+                .as_ref()
+                .is_none_or(|g| g.matches(parent.as_bytes()));
+            if parent_ok && !self.excludes[i].iter().any(|e| e.matches(name.as_bytes())) {
                 hits.push(i);
             }
         }
@@ -267,6 +367,12 @@ pub struct Search<'a> {
     pub sockets: Vec<(PathBuf, String, Option<Protocol>)>,
     pub facts: SearchFacts,
     total: usize,
+    /// Directories listed so far, against MAX_DIRS.
+    dirs: usize,
+    /// The most components any file or history pattern has: below that
+    /// depth a path and its host alias end the same way, so the alias
+    /// need not be matched again.
+    max_comps: usize,
     files: Matcher,
     histories: Matcher,
     prune: Matcher,
@@ -301,11 +407,23 @@ impl<'a> Search<'a> {
                     home_entries: HOME_BUDGET.entries,
                     home_depth: HOME_BUDGET.depth,
                     total_entries: TOTAL_ENTRIES,
+                    max_dirs: MAX_DIRS,
+                    max_queued: MAX_QUEUED,
                     max_checks: MAX_CHECKS,
+                    max_candidates: MAX_CANDIDATES,
                 },
                 ..SearchFacts::default()
             },
             total: 0,
+            dirs: 0,
+            max_comps: cat
+                .file
+                .iter()
+                .map(|f| f.path.as_str())
+                .chain(cat.history.iter().map(|h| h.path.as_str()))
+                .map(|p| p.split('/').count())
+                .max()
+                .unwrap_or(1),
             files: Matcher::new(
                 cat.file
                     .iter()
@@ -344,6 +462,12 @@ impl<'a> Search<'a> {
     }
 
     fn push(&mut self, path: PathBuf, what: What, origin: &str, scope: &Path) {
+        if self.cands.len() >= MAX_CANDIDATES {
+            if !self.cand_paths.contains(&path) {
+                self.facts.candidates_dropped += 1;
+            }
+            return;
+        }
         if self.cand_paths.insert(path.clone()) {
             self.cands.push(Candidate {
                 path,
@@ -473,7 +597,21 @@ impl<'a> Search<'a> {
             truncated: None,
         };
         let mut queue = VecDeque::from([(root.path.clone(), 0usize)]);
+        let mut popped = 0usize;
         'dirs: while let Some((dir, depth)) = queue.pop_front() {
+            // Per directory too: a tree of empty or unreadable directories
+            // has few entries per listing, and the entry check is sparse.
+            popped += 1;
+            if popped % 64 == 0 && Instant::now() > self.walk_deadline {
+                st.truncated = Some("time budget reached".into());
+                break 'dirs;
+            }
+            if self.dirs >= MAX_DIRS {
+                st.truncated = Some(format!(
+                    "the run's budget of {MAX_DIRS} directories reached"
+                ));
+                break 'dirs;
+            }
             let hp = self.host.path(&dir);
             let meta = match std::fs::symlink_metadata(&hp) {
                 Ok(m) if m.is_dir() => m,
@@ -508,7 +646,9 @@ impl<'a> Search<'a> {
                 }
             };
             st.dirs += 1;
+            self.dirs += 1;
             st.depth_reached = st.depth_reached.max(depth);
+            let shallow = depth + 1 < self.max_comps;
             let mut dir_comps: Option<Vec<String>> = None;
             let dir_name = dir
                 .file_name()
@@ -527,7 +667,7 @@ impl<'a> Search<'a> {
                         Some(format!("the run's entry budget of {TOTAL_ENTRIES} reached"));
                     break 'dirs;
                 }
-                if st.entries % 256 == 0 && Instant::now() > self.walk_deadline {
+                if st.entries % 1024 == 0 && Instant::now() > self.walk_deadline {
                     st.truncated = Some("time budget reached".into());
                     break 'dirs;
                 }
@@ -560,6 +700,13 @@ impl<'a> Search<'a> {
                         self.facts.depth_limited += 1;
                         continue;
                     }
+                    if queue.len() >= MAX_QUEUED {
+                        st.truncated = Some(format!(
+                            "more than {MAX_QUEUED} directories waiting at depth {}",
+                            depth + 1
+                        ));
+                        break 'dirs;
+                    }
                     queue.push_back((dir.join(&name), depth + 1));
                     continue;
                 }
@@ -579,8 +726,10 @@ impl<'a> Search<'a> {
                                 .first(&name_s, &dir_name, &mut c)
                                 .map(What::History)
                         });
+                    // Deeper down, the alias ends with the same components
+                    // as the path, and the path did not match.
                     let hit = hit.or_else(|| {
-                        let alias = root.alias.as_ref()?;
+                        let alias = root.alias.as_ref().filter(|_| shallow)?;
                         let p = path();
                         let rel = p.strip_prefix(&root.path).ok()?;
                         let a = alias.join(rel);
@@ -631,6 +780,7 @@ impl<'a> Search<'a> {
     /// Opens and judges every candidate, within the deadline and MAX_CHECKS.
     pub fn check_all(&mut self, out: &mut Checked) {
         let cands = std::mem::take(&mut self.cands);
+        out.truncated |= self.facts.candidates_dropped > 0;
         let mut inodes = HashSet::new();
         for c in cands {
             if self.facts.files_checked >= MAX_CHECKS || Instant::now() > self.deadline {
@@ -1156,6 +1306,89 @@ mod tests {
         );
         assert_eq!(d.entries, vec!["api.example.org"]);
         assert!(entry_name("ghp_abcdefghijklmnopqrstuvwxyz0123456789").is_none());
+    }
+
+    /// A tree of 3 directories of 50 files, and a walk of it with an
+    /// entry budget of `entries`.
+    fn walk_tree(tag: &str, entries: usize) -> RootStat {
+        let dir = std::env::temp_dir().join(format!("sp-walk-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for d in 0..3 {
+            let sub = dir.join(format!("ws/d{d}"));
+            std::fs::create_dir_all(&sub).unwrap();
+            for f in 0..50 {
+                std::fs::write(sub.join(format!("f{f}.rs")), "").unwrap();
+            }
+        }
+        let host = Host::new(dir.clone(), std::time::Duration::from_secs(30));
+        let idx = MountIndex::new(None);
+        let passwd = Passwd::read(&host, Path::new("/etc/passwd"));
+        let far = Instant::now() + std::time::Duration::from_secs(30);
+        let mut s = Search::new(&host, &idx, &passwd, far, far);
+        s.walk(&Root {
+            path: PathBuf::from("/ws"),
+            origin: "workspace".into(),
+            alias: None,
+            budget: Budget { entries, depth: 12 },
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+        s.facts.roots.remove(0)
+    }
+
+    #[test]
+    fn a_walk_reports_why_it_stopped() {
+        let all = walk_tree("all", 1_000);
+        assert_eq!((all.entries, all.dirs, all.truncated), (153, 4, None));
+        let cut = walk_tree("budget", 100);
+        assert_eq!(
+            cut.truncated.as_deref(),
+            Some("entry budget of 100 reached")
+        );
+    }
+
+    #[test]
+    fn compiled_globs_agree_with_glob1() {
+        let cat = credentials();
+        let pats: Vec<&str> = cat
+            .file
+            .iter()
+            .flat_map(|f| {
+                f.path
+                    .split('/')
+                    .chain(f.exclude.iter().map(String::as_str))
+            })
+            .chain(cat.walk.prune.iter().flat_map(|p| p.split('/')))
+            .chain(["a*b*c", "*a*a*", "*", "**", "x*"])
+            .collect();
+        let names = [
+            "id_rsa",
+            "id_rsa.pub",
+            "server.pem",
+            ".pem",
+            "pem",
+            "a.key.bak",
+            ".env",
+            ".env.local",
+            ".env.example",
+            "prod.env",
+            "service-account-x.json",
+            "service-account.json",
+            "client_secret_1.json",
+            "f12.ts",
+            "",
+            "abc",
+            "ac",
+            "aa",
+            "a",
+            "ééé.pem",
+            "clé.key",
+        ];
+        for p in pats {
+            let g = Glob::new(p);
+            for n in names {
+                assert_eq!(g.matches(n.as_bytes()), glob1(p, n), "{p} on {n:?}");
+            }
+        }
     }
 
     #[test]

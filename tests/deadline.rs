@@ -18,7 +18,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::fixture::{Fixture, BIN, DATA};
-use common::podman::{ci, is_root};
+use common::podman::{ci, is_root, TempPath};
+use common::tree::tree_hash;
 use nix::fcntl::{open, OFlag};
 use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
@@ -118,12 +119,17 @@ fn global_deadline_over_a_hung_mount() {
         return;
     }
     let fx = fixture();
-    let report = fx.path("report.json");
+    let out = TempPath::file("deadline", ".json");
+    let report = out.path.clone();
+    let before = tree_hash(&fx.dir);
     let (code, wall, stderr) = run_over_hung_mount(&fx, &report, &["--timeout", "3s"]);
     let text = fs::read_to_string(&report)
         .unwrap_or_else(|e| panic!("no report was written ({e}); stderr:\n{stderr}"));
     let j: Value = serde_json::from_str(&text).expect("the report is JSON");
     let mut bad = Vec::new();
+    if tree_hash(&fx.dir) != before {
+        bad.push("the fixture tree changed".into());
+    }
     if code != 3 {
         bad.push(format!(
             "exit {code}, want 3 (the run was cut by --timeout)"
@@ -212,12 +218,17 @@ fn probe_budget_over_a_hung_mount_without_a_global_cut() {
     // With the default --timeout (30 s), each probe's own 5 s budget ends
     // the wait: the run finishes, not cut, and says what it could not see.
     let fx = fixture();
-    let report = fx.path("report.json");
+    let out = TempPath::file("budget", ".json");
+    let report = out.path.clone();
+    let before = tree_hash(&fx.dir);
     let (code, wall, stderr) = run_over_hung_mount(&fx, &report, &["--fail-on", "critical"]);
     let text = fs::read_to_string(&report)
         .unwrap_or_else(|e| panic!("no report was written ({e}); stderr:\n{stderr}"));
     let j: Value = serde_json::from_str(&text).expect("the report is JSON");
     let mut bad = Vec::new();
+    if tree_hash(&fx.dir) != before {
+        bad.push("the fixture tree changed".into());
+    }
     if wall > Duration::from_secs(9) {
         bad.push(format!("took {wall:?}; probe budgets are 5 s"));
     }

@@ -1,6 +1,7 @@
-//! SIGINT and SIGTERM in the middle of `--write-test`: whatever selfprobe
-//! had created is removed before it exits, so an interrupted run leaves the
-//! host tree as it was.
+//! SIGINT and SIGTERM in the middle of `--write-test` and `canary plant`:
+//! whatever selfprobe had created and not finished is removed before it
+//! exits, so an interrupted run leaves the host tree as it was (finished
+//! canaries are meant to stay).
 
 mod common;
 
@@ -82,5 +83,87 @@ fn interrupted_write_tests_leave_nothing_behind() {
     assert!(
         interrupted > 0,
         "no round was interrupted mid-run: the test proved nothing"
+    );
+}
+
+/// Canary files under `dir`, with whether each is a whole, signed canary.
+fn canaries(dir: &Path) -> Vec<(String, bool)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with(".selfprobe-canary-") {
+                let whole = fs::read(e.path())
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                    .is_some_and(|v| v["signature"].is_object() || v["signature"].is_string());
+                out.push((e.path().display().to_string(), whole));
+            }
+            if e.file_type().unwrap().is_dir() && !e.file_type().unwrap().is_symlink() {
+                stack.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn interrupted_canary_plants_leave_only_whole_canaries() {
+    let mut lines = Vec::new();
+    for i in 0..400 {
+        lines.push(format!(
+            "{} 80 254:0 /srv/v{i} /data/v{i} rw,relatime - ext4 /dev/vda rw",
+            200 + i
+        ));
+    }
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let f = Fixture::container("plant-sig", &mountinfo_with(&refs), &data("plain.status"));
+    for i in 0..400 {
+        f.dir(&format!("data/v{i}"));
+    }
+    let (mut interrupted, mut whole_seen) = (0, 0);
+    for round in 0..30u64 {
+        let sig = if round % 2 == 0 {
+            Signal::SIGINT
+        } else {
+            Signal::SIGTERM
+        };
+        let mut child = Command::new(BIN)
+            .args(["canary", "plant", "--root"])
+            .arg(&f.dir)
+            .args(["--workspace", "/workspace"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Planting 400 canaries takes ~250 ms here: spread over all of it.
+        std::thread::sleep(Duration::from_micros(1000 + round * 8000));
+        let _ = kill(Pid::from_raw(child.id() as i32), sig);
+        let started = Instant::now();
+        let status = child.wait().unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "exit after a signal is prompt"
+        );
+        if status.code() == Some(128 + sig as i32) {
+            interrupted += 1;
+        }
+        let found = canaries(&f.dir);
+        let partial: Vec<&String> = found.iter().filter(|c| !c.1).map(|c| &c.0).collect();
+        assert!(
+            partial.is_empty(),
+            "round {round} ({sig:?}, exit {status:?}) left unfinished canaries {partial:?}"
+        );
+        whole_seen += found.len();
+        // Finished canaries are meant to stay; clear them for the next round.
+        for (p, _) in found {
+            fs::remove_file(p).unwrap();
+        }
+    }
+    eprintln!("canary plant: interrupted {interrupted} of 30, {whole_seen} whole canaries kept");
+    assert!(
+        interrupted > 0 && whole_seen > 0,
+        "no round was interrupted after finishing some canaries: the test proved nothing"
     );
 }

@@ -14,21 +14,6 @@ use serde_json::Value;
 
 const CANARY: &str = "Wq4Er6Ty8Ui0Op2As4Df6Gh";
 
-const PROBES: &[&str] = &[
-    "mounts",
-    "privilege",
-    "namespaces",
-    "devices",
-    "sockets",
-    "writable",
-    "secrets",
-    "repro",
-    "caches",
-    "browsers",
-    "artifacts",
-    "teardown",
-];
-
 /// A small project: sources, a lockfile, a dependency tree, a planted .env
 /// and `files` more source files.
 fn workspace(files: usize) -> TempPath {
@@ -54,21 +39,8 @@ fn workspace(files: usize) -> TempPath {
 /// probe.incomplete, an exit code that follows the findings, no leak.
 fn complete(r: &Run, c: &mut Check) {
     let findings = r.findings();
-    let records = r.json["probes"].as_array().cloned().unwrap_or_default();
-    for p in PROBES {
-        match records.iter().find(|x| x["name"] == *p) {
-            None => c.fail(format!("no record for the {p} probe")),
-            Some(x) if x["status"] == "panic" => c.fail(format!("{p} panicked: {x}")),
-            Some(x) if x["status"] != "ok" => {
-                if !findings
-                    .iter()
-                    .any(|f| f["code"] == "probe.incomplete" && f["evidence"]["probe"] == *p)
-                {
-                    c.fail(format!("{p} did not finish and nothing says so: {x}"));
-                }
-            }
-            Some(_) => {}
-        }
+    for e in common::report::records_complete(&r.json) {
+        c.fail(e);
     }
     if r.stderr.contains("panicked") {
         c.fail(format!("a panic reached stderr: {}", r.stderr));

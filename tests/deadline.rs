@@ -14,11 +14,11 @@ mod common;
 use std::fs;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::fixture::{Fixture, BIN, DATA};
-use common::podman::{ci, is_root, TempPath};
+use common::podman::{ci, is_root, run_bounded, TempPath};
 use common::tree::tree_hash;
 use nix::fcntl::{open, OFlag};
 use nix::mount::{mount, MsFlags};
@@ -49,10 +49,7 @@ fn run_over_hung_mount(fx: &Fixture, report: &Path, args: &[&str]) -> (i32, Dura
         .arg(&fx.dir)
         .args(["--format", "json", "--workspace", "/workspace", "-o"])
         .arg(report)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .args(args);
     // Between fork and exec only async-signal-safe calls: the strings are
     // made above, and these are plain system calls.
     unsafe {
@@ -81,55 +78,68 @@ fn run_over_hung_mount(fx: &Fixture, report: &Path, args: &[&str]) -> (i32, Dura
         });
     }
     let started = Instant::now();
-    let mut child = cmd.spawn().expect("spawn selfprobe");
-    let limit = Duration::from_secs(30);
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("selfprobe still running {limit:?} after start over a hung mount");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let wall = started.elapsed();
-    let mut stderr = String::new();
-    let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr);
-    (status.code().unwrap_or(-1), wall, stderr)
+    let out = run_bounded(cmd, Duration::from_secs(30), None)
+        .unwrap_or_else(|e| panic!("over a hung mount: {e}"));
+    (out.code.unwrap_or(-1), started.elapsed(), out.stderr)
 }
 
-fn fixture() -> Fixture {
+/// One run over the hung mount, with what every case checks first.
+struct Hung {
+    code: i32,
+    wall: Duration,
+    stderr: String,
+    json: Value,
+    text: String,
+    /// Problems common to every case: a changed fixture tree.
+    bad: Vec<String>,
+}
+
+/// Skips (visibly; fails under CI) without root or /dev/fuse, else runs
+/// selfprobe over a fixture whose workspace is a FUSE mount that never
+/// answers, with the report written outside the fixture.
+fn hung_run(test: &str, args: &[&str]) -> Option<Hung> {
+    if let Some(why) = prerequisites() {
+        assert!(!ci(), "{test}: {why} (required under CI)");
+        eprintln!("SKIPPED {test}: {why}");
+        return None;
+    }
     let mi = fs::read_to_string(format!("{DATA}/plain.mountinfo")).unwrap()
         + "84 80 254:0 /srv/app /workspace rw,relatime - ext4 /dev/vda rw\n";
     let fx = Fixture::container("hung", &mi, &common::fixture::data("plain.status"));
     fx.dir("workspace");
-    fx
-}
-
-#[test]
-fn global_deadline_over_a_hung_mount() {
-    if let Some(why) = prerequisites() {
-        assert!(
-            !ci(),
-            "global_deadline_over_a_hung_mount: {why} (required under CI)"
-        );
-        eprintln!("SKIPPED global_deadline_over_a_hung_mount: {why}");
-        return;
-    }
-    let fx = fixture();
     let out = TempPath::file("deadline", ".json");
-    let report = out.path.clone();
     let before = tree_hash(&fx.dir);
-    let (code, wall, stderr) = run_over_hung_mount(&fx, &report, &["--timeout", "3s"]);
-    let text = fs::read_to_string(&report)
+    let (code, wall, stderr) = run_over_hung_mount(&fx, &out.path, args);
+    let text = fs::read_to_string(&out.path)
         .unwrap_or_else(|e| panic!("no report was written ({e}); stderr:\n{stderr}"));
-    let j: Value = serde_json::from_str(&text).expect("the report is JSON");
+    let json: Value = serde_json::from_str(&text).expect("the report is JSON");
     let mut bad = Vec::new();
     if tree_hash(&fx.dir) != before {
         bad.push("the fixture tree changed".into());
     }
+    Some(Hung {
+        code,
+        wall,
+        stderr,
+        json,
+        text,
+        bad,
+    })
+}
+
+#[test]
+fn global_deadline_over_a_hung_mount() {
+    let Some(Hung {
+        code,
+        wall,
+        stderr,
+        json: j,
+        text,
+        mut bad,
+    }) = hung_run("global_deadline_over_a_hung_mount", &["--timeout", "3s"])
+    else {
+        return;
+    };
     if code != 3 {
         bad.push(format!(
             "exit {code}, want 3 (the run was cut by --timeout)"
@@ -207,28 +217,22 @@ fn global_deadline_over_a_hung_mount() {
 
 #[test]
 fn probe_budget_over_a_hung_mount_without_a_global_cut() {
-    if let Some(why) = prerequisites() {
-        assert!(
-            !ci(),
-            "probe_budget_over_a_hung_mount: {why} (required under CI)"
-        );
-        eprintln!("SKIPPED probe_budget_over_a_hung_mount: {why}");
-        return;
-    }
     // With the default --timeout (30 s), each probe's own 5 s budget ends
     // the wait: the run finishes, not cut, and says what it could not see.
-    let fx = fixture();
-    let out = TempPath::file("budget", ".json");
-    let report = out.path.clone();
-    let before = tree_hash(&fx.dir);
-    let (code, wall, stderr) = run_over_hung_mount(&fx, &report, &["--fail-on", "critical"]);
-    let text = fs::read_to_string(&report)
-        .unwrap_or_else(|e| panic!("no report was written ({e}); stderr:\n{stderr}"));
-    let j: Value = serde_json::from_str(&text).expect("the report is JSON");
-    let mut bad = Vec::new();
-    if tree_hash(&fx.dir) != before {
-        bad.push("the fixture tree changed".into());
-    }
+    let Some(Hung {
+        code,
+        wall,
+        json: j,
+        text,
+        mut bad,
+        ..
+    }) = hung_run(
+        "probe_budget_over_a_hung_mount_without_a_global_cut",
+        &["--fail-on", "critical"],
+    )
+    else {
+        return;
+    };
     if wall > Duration::from_secs(9) {
         bad.push(format!("took {wall:?}; probe budgets are 5 s"));
     }

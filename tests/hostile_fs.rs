@@ -46,21 +46,6 @@ const EVIL_DIR: &str = "evil\n\x1b[2J\x1b[31mFORGED ok\x1b[0m";
 /// The invalid UTF-8 name of a private key file.
 const BAD_NAME: &[u8] = b"bad\xff\xfe.pem";
 
-const PROBES: &[&str] = &[
-    "mounts",
-    "privilege",
-    "namespaces",
-    "devices",
-    "sockets",
-    "writable",
-    "secrets",
-    "repro",
-    "caches",
-    "browsers",
-    "artifacts",
-    "teardown",
-];
-
 /// Unix sockets that accept every connection and never write a byte. The
 /// accepted streams are kept so the peer sees an open, silent connection.
 struct Silent;
@@ -279,25 +264,11 @@ fn check_json(o: &Out, ws: &str) -> Vec<String> {
         .join("\n");
 
     // Complete: a record for every probe, none panicked.
-    let records = j["probes"].as_array().cloned().unwrap_or_default();
-    for p in PROBES {
-        match records.iter().find(|r| r["name"] == *p) {
-            None => bad.push(format!("{w}: no record for the {p} probe")),
-            Some(r) if r["status"] == "panic" => bad.push(format!("{w}: {p} panicked: {r}")),
-            Some(r) if r["status"] != "ok" => {
-                // Allowed only with a probe.incomplete that says so.
-                if !findings
-                    .iter()
-                    .any(|f| f["code"] == "probe.incomplete" && f["evidence"]["probe"] == *p)
-                {
-                    bad.push(format!(
-                        "{w}: {p} did not finish and no probe.incomplete says so: {r}"
-                    ));
-                }
-            }
-            Some(_) => {}
-        }
-    }
+    bad.extend(
+        common::report::records_complete(&j)
+            .into_iter()
+            .map(|e| format!("{w}: {e}")),
+    );
     // The exit code follows the findings: 1 exactly when a failing finding
     // is at or above the default --fail-on (high).
     let gating = findings

@@ -32,20 +32,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_selfprobe");
 const ENTRIES: usize = 1_000_000;
 /// Only a hang bound: a run takes about a second on an idle machine here.
 const HANG: Duration = Duration::from_secs(60);
-const PROBES: &[&str] = &[
-    "mounts",
-    "devices",
-    "namespaces",
-    "privilege",
-    "sockets",
-    "writable",
-    "secrets",
-    "repro",
-    "artifacts",
-    "browsers",
-    "caches",
-    "teardown",
-];
 const LINKS_PER_FILE: usize = 50_000;
 const PLANTED_ENV: &str = ".env";
 const PLANTED_LOG: &str = "build.log";
@@ -230,7 +216,7 @@ fn judge(what: &str, code: Option<i32>, stderr: &str, json: &Value, expect: usiz
         bad.push("a panic on stderr".into());
     }
     let probes = json["probes"].as_array().cloned().unwrap_or_default();
-    for name in PROBES {
+    for name in common::report::PROBES {
         match probes.iter().find(|p| p["name"] == *name) {
             None => bad.push(format!("no record for probe {name}")),
             Some(p) if p["status"] == "panic" => bad.push(format!("probe {name} panicked: {p}")),

@@ -6,7 +6,7 @@
 mod common;
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -14,14 +14,14 @@ use common::fixture::*;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-fn leftovers(dir: &Path) -> Vec<String> {
+/// Every entry under `dir` whose name starts with `prefix`.
+fn named(dir: &Path, prefix: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for e in fs::read_dir(&d).unwrap().flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with(".selfprobe-write-test-") {
-                out.push(e.path().display().to_string());
+            if e.file_name().to_string_lossy().starts_with(prefix) {
+                out.push(e.path());
             }
             if e.file_type().unwrap().is_dir() && !e.file_type().unwrap().is_symlink() {
                 stack.push(e.path());
@@ -31,21 +31,35 @@ fn leftovers(dir: &Path) -> Vec<String> {
     out
 }
 
+fn leftovers(dir: &Path) -> Vec<String> {
+    named(dir, ".selfprobe-write-test-")
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect()
+}
+
+/// A container tree with 400 writable host mounts at `/{base}/{tag}N`:
+/// enough that writing into them is long enough to be interrupted.
+fn many_mounts(name: &str, base: &str, tag: &str) -> Fixture {
+    let lines: Vec<String> = (0..400)
+        .map(|i| {
+            format!(
+                "{} 80 254:0 /srv/{tag}{i} /{base}/{tag}{i} rw,relatime - ext4 /dev/vda rw",
+                200 + i
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let f = Fixture::container(name, &mountinfo_with(&refs), &data("plain.status"));
+    for i in 0..400 {
+        f.dir(&format!("{base}/{tag}{i}"));
+    }
+    f
+}
+
 #[test]
 fn interrupted_write_tests_leave_nothing_behind() {
-    // Many writable host mounts make the write phase long enough to be hit.
-    let mut lines = Vec::new();
-    for i in 0..400 {
-        lines.push(format!(
-            "{} 80 254:0 /srv/m{i} /mnt/m{i} rw,relatime - ext4 /dev/vda rw",
-            200 + i
-        ));
-    }
-    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-    let f = Fixture::container("signals", &mountinfo_with(&refs), &data("plain.status"));
-    for i in 0..400 {
-        f.dir(&format!("mnt/m{i}"));
-    }
+    let f = many_mounts("signals", "mnt", "m");
     let mut interrupted = 0;
     for round in 0..40u64 {
         let sig = if round % 2 == 0 {
@@ -88,40 +102,21 @@ fn interrupted_write_tests_leave_nothing_behind() {
 
 /// Canary files under `dir`, with whether each is a whole, signed canary.
 fn canaries(dir: &Path) -> Vec<(String, bool)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap().flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with(".selfprobe-canary-") {
-                let whole = fs::read(e.path())
-                    .ok()
-                    .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-                    .is_some_and(|v| v["signature"].is_object() || v["signature"].is_string());
-                out.push((e.path().display().to_string(), whole));
-            }
-            if e.file_type().unwrap().is_dir() && !e.file_type().unwrap().is_symlink() {
-                stack.push(e.path());
-            }
-        }
-    }
-    out
+    named(dir, ".selfprobe-canary-")
+        .into_iter()
+        .map(|p| {
+            let whole = fs::read(&p)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .is_some_and(|v| v["signature"].is_object() || v["signature"].is_string());
+            (p.display().to_string(), whole)
+        })
+        .collect()
 }
 
 #[test]
 fn interrupted_canary_plants_leave_only_whole_canaries() {
-    let mut lines = Vec::new();
-    for i in 0..400 {
-        lines.push(format!(
-            "{} 80 254:0 /srv/v{i} /data/v{i} rw,relatime - ext4 /dev/vda rw",
-            200 + i
-        ));
-    }
-    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-    let f = Fixture::container("plant-sig", &mountinfo_with(&refs), &data("plain.status"));
-    for i in 0..400 {
-        f.dir(&format!("data/v{i}"));
-    }
+    let f = many_mounts("plant-sig", "data", "v");
     let (mut interrupted, mut whole_seen) = (0, 0);
     for round in 0..30u64 {
         let sig = if round % 2 == 0 {

@@ -2,4 +2,5 @@ pub mod fixture;
 pub mod keys;
 pub mod netserve;
 pub mod podman;
+pub mod report;
 pub mod tree;

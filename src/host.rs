@@ -130,8 +130,13 @@ pub fn os_path(bytes: Vec<u8>) -> PathBuf {
     PathBuf::from(OsString::from_vec(bytes))
 }
 
-/// Files that `--write-test` (and later `canary plant`) create, so that a
-/// signal or an expired deadline still removes them.
+/// Files that `--write-test` and `canary plant` create, so that a signal or
+/// an expired deadline still removes them.
+///
+/// A file is created and registered in one step under the lock: registering
+/// first would let a signal arriving before the create remove a file of that
+/// name that is not ours, and a create landing just after the cleanup pass
+/// would be left behind half written.
 #[derive(Debug, Default)]
 pub struct Cleanup {
     state: Mutex<CleanupState>,
@@ -143,26 +148,51 @@ struct CleanupState {
     paths: Vec<PathBuf>,
 }
 
+/// How long a cleanup pass waits for a create in flight (on a slow or hung
+/// filesystem) before it gives up and lets the process exit anyway.
+const CLEANUP_WAIT: Duration = Duration::from_secs(2);
+
 impl Cleanup {
-    /// Registers `path` before it is created. Returns false once shutdown has
-    /// begun, so no new file appears after the cleanup pass.
-    pub fn register(&self, path: &Path) -> bool {
+    /// Runs `create`, which must create `path` exclusively, and registers
+    /// `path` if it succeeded. Returns None once shutdown has begun, so no
+    /// new file appears after the cleanup pass.
+    pub fn create<T>(
+        &self,
+        path: &Path,
+        create: impl FnOnce() -> io::Result<T>,
+    ) -> Option<io::Result<T>> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if st.stopping {
-            return false;
+            return None;
         }
-        st.paths.push(path.to_path_buf());
-        true
+        let res = create();
+        if res.is_ok() {
+            st.paths.push(path.to_path_buf());
+        }
+        Some(res)
     }
 
+    /// Drops `path` from the list once it is finished (or removed by us).
     pub fn forget(&self, path: &Path) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         st.paths.retain(|p| p != path);
     }
 
     /// Removes everything still registered and refuses new registrations.
+    /// Waits at most CLEANUP_WAIT for a create in flight; past that the
+    /// create is stuck in the kernel and the caller's exit must not be.
     pub fn remove_all(&self) -> Vec<(PathBuf, io::Result<()>)> {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let until = Instant::now() + CLEANUP_WAIT;
+        let mut st = loop {
+            match self.state.try_lock() {
+                Ok(g) => break g,
+                Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) if Instant::now() < until => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                Err(std::sync::TryLockError::WouldBlock) => return Vec::new(),
+            }
+        };
         st.stopping = true;
         st.paths
             .drain(..)
@@ -302,6 +332,46 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn cleanup_dir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("sp-cleanup-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn create_new(p: &Path) -> io::Result<File> {
+        File::options().write(true).create_new(true).open(p)
+    }
+
+    #[test]
+    fn cleanup_never_removes_a_file_it_did_not_create() {
+        let d = cleanup_dir("theirs");
+        let theirs = d.join("name");
+        std::fs::write(&theirs, "theirs").unwrap();
+        let c = Cleanup::default();
+        let r = c.create(&theirs, || create_new(&theirs)).unwrap();
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+        assert!(c.remove_all().is_empty());
+        assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "theirs");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn cleanup_removes_unfinished_files_and_refuses_new_ones() {
+        let d = cleanup_dir("ours");
+        let (ours, done, late) = (d.join("ours"), d.join("done"), d.join("late"));
+        let c = Cleanup::default();
+        c.create(&ours, || create_new(&ours)).unwrap().unwrap();
+        c.create(&done, || create_new(&done)).unwrap().unwrap();
+        c.forget(&done);
+        let removed = c.remove_all();
+        assert_eq!(removed.len(), 1);
+        assert!(!ours.exists() && done.exists());
+        assert!(c.create(&late, || create_new(&late)).is_none());
+        assert!(!late.exists(), "nothing is created once stopping");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     #[test]
     fn civil_dates() {

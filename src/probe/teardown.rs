@@ -370,28 +370,24 @@ pub fn plant(
 }
 
 fn write_new(path: &Path, canary: &Canary, cleanup: &Cleanup) -> Result<(), String> {
-    if !cleanup.register(path) {
-        return Err("the run is stopping".into());
-    }
     let body = serde_json::to_vec_pretty(canary).map_err(|e| e.to_string())?;
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .mode(0o644)
-        .open(path);
-    let mut file = match file {
-        Ok(f) => f,
-        Err(e) => {
-            // Not created by us (it exists, is a symlink, or the directory
-            // refused): nothing of ours to remove.
-            cleanup.forget(path);
-            return Err(if e.kind() == std::io::ErrorKind::AlreadyExists {
-                "a file of that name already exists".into()
-            } else {
-                e.to_string()
-            });
+    let created = cleanup.create(path, || {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .mode(0o644)
+            .open(path)
+    });
+    let mut file = match created {
+        None => return Err("the run is stopping".into()),
+        Some(Ok(f)) => f,
+        // Not created by us (it exists, is a symlink, or the directory
+        // refused): nothing of ours to remove.
+        Some(Err(e)) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err("a file of that name already exists".into())
         }
+        Some(Err(e)) => return Err(e.to_string()),
     };
     let written = file
         .write_all(&body)

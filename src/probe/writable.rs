@@ -116,37 +116,36 @@ pub fn collect(
 
 /// Creates `.selfprobe-write-test-<run>` with O_EXCL|O_NOFOLLOW (so it can
 /// never truncate or follow anything that exists) and removes it at once.
-/// The path is registered first, so a signal or deadline still removes it.
+/// Created through `Cleanup`, so a signal or deadline still removes it.
 fn prove_write(host: &Host, dir: &Path, cleanup: &Cleanup, run_id: &str) -> String {
     let path: PathBuf = host
         .path(dir)
         .join(format!(".selfprobe-write-test-{run_id}"));
-    if !cleanup.register(&path) {
-        return "not attempted: the run is stopping".into();
-    }
-    let res = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .mode(0o600)
-        .open(&path);
-    let out = match res {
-        Ok(file) => {
+    let res = cleanup.create(&path, || {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .mode(0o600)
+            .open(&path)
+    });
+    match res {
+        None => "not attempted: the run is stopping".into(),
+        Some(Ok(file)) => {
             drop(file);
-            match std::fs::remove_file(&path) {
+            let out = match std::fs::remove_file(&path) {
                 Ok(()) => "created and removed".to_string(),
                 Err(e) => format!("created, but removing it failed: {e}"),
-            }
-        }
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            // Not ours: leave it alone and do not unregister-remove it.
+            };
             cleanup.forget(&path);
-            return "not attempted: a file of that name already exists".into();
+            out
         }
-        Err(e) => format!("create failed: {e}"),
-    };
-    cleanup.forget(&path);
-    out
+        // Not ours, so never registered and never removed.
+        Some(Err(e)) if e.kind() == io::ErrorKind::AlreadyExists => {
+            "not attempted: a file of that name already exists".into()
+        }
+        Some(Err(e)) => format!("create failed: {e}"),
+    }
 }
 
 pub fn evaluate(f: &WritableFacts) -> Vec<Finding> {

@@ -42,7 +42,9 @@ fn plain_run_defaults() {
         .lacks_code("mount.home-directory")
         .lacks_code("mount.unexpected")
         .lacks_code("device.host-block")
-        .lacks_code("write.kernel-interface")
+        .lacks_code("device.sensitive")
+        .has("priv.no-new-privs-unset", "no_new_privs");
+    c.lacks_code("write.kernel-interface")
         .lacks_code("write.host-path")
         .lacks("priv.capability", "CAP_SYS_ADMIN")
         .probes_ok();
@@ -62,10 +64,48 @@ fn privileged() {
         .has_code("priv.seccomp-disabled")
         .has_code("device.host-block")
         .has("write.kernel-interface", "/proc/sys/kernel/core_pattern");
+    // --privileged passes every host device in; the kernel log is on every host.
+    c.has_sev("device.sensitive", "/dev/kmsg", "medium");
     c.has_sev("priv.capability", "CAP_SYS_ADMIN", "critical")
         .lacks_code("ns.host-pid")
         .lacks_code("ns.host-network")
         .lacks_code("engine.")
+        .probes_ok();
+    lacks_common(&mut c);
+    c.done();
+}
+
+#[test]
+fn fuse_device_and_no_new_privileges() {
+    let Some(img) = setup("fuse_device_and_no_new_privileges") else {
+        return;
+    };
+    let r = probe(
+        img,
+        &[
+            "--device",
+            "/dev/fuse",
+            "--security-opt",
+            "no-new-privileges",
+        ],
+        &[],
+    );
+    let mut c = r.check();
+    c.exit(1);
+    if let Some(f) = c.has("device.sensitive", "/dev/fuse") {
+        let (major, minor) = (
+            f["evidence"]["major"].clone(),
+            f["evidence"]["minor"].clone(),
+        );
+        if major != 10 || minor != 229 {
+            c.fail(format!(
+                "/dev/fuse evidence says {major}:{minor}, not 10:229"
+            ));
+        }
+    }
+    c.lacks_code("priv.no-new-privs-unset")
+        .lacks_code("device.host-block")
+        .lacks("device.sensitive", "/dev/kmsg")
         .probes_ok();
     lacks_common(&mut c);
     c.done();

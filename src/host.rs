@@ -124,6 +124,7 @@ pub fn read_regular(path: &Path, max: u64) -> io::Result<Vec<u8>> {
 mod libc_flags {
     pub const O_NONBLOCK: i32 = nix::fcntl::OFlag::O_NONBLOCK.bits();
     pub const O_NOCTTY: i32 = nix::fcntl::OFlag::O_NOCTTY.bits();
+    pub const O_NOFOLLOW: i32 = nix::fcntl::OFlag::O_NOFOLLOW.bits();
 }
 
 pub fn os_path(bytes: Vec<u8>) -> PathBuf {
@@ -207,11 +208,82 @@ impl Cleanup {
     }
 }
 
+/// Writes a report file the way a reader (a CI artifact upload, `verify`)
+/// needs it: whole or not at all. The bytes go to a new file beside `path`,
+/// created through `cleanup` so a signal removes it, and are renamed over
+/// `path`. The rename replaces a symlink planted at `path` instead of
+/// writing through it, so a shared /tmp cannot aim the report at another
+/// file.
+///
+/// Two cases cannot be renamed over and are written in place: a stream
+/// (/dev/stdout, a FIFO, a terminal, or a link to one), and an existing
+/// regular file whose directory refuses the new file or the rename (a file
+/// bind-mounted on its own into the container). The second never follows a
+/// symlink.
+pub fn write_whole(path: &Path, bytes: &[u8], cleanup: &Cleanup) -> io::Result<()> {
+    use std::io::Write;
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return File::options()
+            .write(true)
+            .custom_flags(libc_flags::O_NOCTTY)
+            .open(path)?
+            .write_all(bytes);
+    }
+    let in_place = || -> io::Result<()> {
+        File::options()
+            .write(true)
+            .truncate(true)
+            .custom_flags(libc_flags::O_NOFOLLOW | libc_flags::O_NOCTTY)
+            .open(path)?
+            .write_all(bytes)
+    };
+    let existing_file = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file());
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp_name = OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".selfprobe-{}.tmp", run_id()));
+    let tmp = dir.join(tmp_name);
+    let created = cleanup.create(&tmp, || {
+        File::options()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc_flags::O_NOFOLLOW)
+            .mode(0o644)
+            .open(&tmp)
+    });
+    let mut file = match created {
+        None => return Err(io::Error::other("the run is stopping")),
+        Some(Err(_)) if existing_file => return in_place(),
+        Some(Err(e)) => return Err(e),
+        Some(Ok(f)) => f,
+    };
+    let written = file.write_all(bytes).and_then(|_| file.sync_all());
+    drop(file);
+    let res = written.and_then(|_| match std::fs::rename(&tmp, path) {
+        Err(_) if existing_file => {
+            std::fs::remove_file(&tmp)?;
+            in_place()
+        }
+        r => r,
+    });
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    cleanup.forget(&tmp);
+    res
+}
+
 /// Blocks SIGINT, SIGTERM and SIGHUP in this thread (and so in every thread
 /// started after it) and waits for them on a thread of its own, where it is
-/// safe to take a lock and remove files: the files `cleanup` holds are
-/// removed before the process exits with 128 + the signal number.
-pub fn remove_on_signal(cleanup: std::sync::Arc<Cleanup>) -> Result<(), String> {
+/// safe to take a lock and remove files: the files each of `cleanups` holds
+/// are removed before the process exits with 128 + the signal number.
+pub fn remove_on_signal(cleanups: Vec<std::sync::Arc<Cleanup>>) -> Result<(), String> {
     use nix::sys::signal::{SigSet, Signal};
     let mut set = SigSet::empty();
     for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
@@ -223,7 +295,9 @@ pub fn remove_on_signal(cleanup: std::sync::Arc<Cleanup>) -> Result<(), String> 
         .name("signals".into())
         .spawn(move || {
             if let Ok(sig) = set.wait() {
-                cleanup.remove_all();
+                for c in &cleanups {
+                    c.remove_all();
+                }
                 std::process::exit(128 + sig as i32);
             }
         })

@@ -47,9 +47,11 @@ fn main() -> ExitCode {
     ExitCode::from(code as u8)
 }
 
-fn write_out(output: Option<&std::path::Path>, text: &str) -> Result<(), String> {
+/// Writes to `output` whole or not at all (see host::write_whole), else to
+/// standard output.
+fn write_out(output: Option<&std::path::Path>, text: &str, files: &Cleanup) -> Result<(), String> {
     match output {
-        Some(path) => std::fs::write(path, text.as_bytes())
+        Some(path) => host::write_whole(path, text.as_bytes(), files)
             .map_err(|e| format!("cannot write {}: {e}", path.display())),
         None => std::io::stdout()
             .lock()
@@ -81,8 +83,12 @@ fn plant(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> i32 {
             return EXIT_USAGE;
         }
     };
+    // Two lists: the probes' is closed when the probes end, so a probe cut
+    // off by the deadline cannot create a file after that; the report files
+    // are written later.
     let cleanup = Arc::new(Cleanup::default());
-    if let Err(e) = host::remove_on_signal(cleanup.clone()) {
+    let outputs = Arc::new(Cleanup::default());
+    if let Err(e) = host::remove_on_signal(vec![cleanup.clone(), outputs.clone()]) {
         eprintln!("selfprobe: {e}");
         return EXIT_PROBE_FAILED;
     }
@@ -98,7 +104,7 @@ fn plant(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> i32 {
         Format::Json => report::plant::json(&rep),
         _ => report::plant::text(&rep),
     };
-    if let Err(e) = write_out(output.as_deref(), &text) {
+    if let Err(e) = write_out(output.as_deref(), &text, &outputs) {
         eprintln!("selfprobe: {e}");
         return EXIT_PROBE_FAILED;
     }
@@ -137,8 +143,12 @@ fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> i32 {
             s.keyid()
         );
     }
+    // Two lists: the probes' is closed when the probes end, so a probe cut
+    // off by the deadline cannot create a file after that; the report files
+    // are written later.
     let cleanup = Arc::new(Cleanup::default());
-    if let Err(e) = host::remove_on_signal(cleanup.clone()) {
+    let outputs = Arc::new(Cleanup::default());
+    if let Err(e) = host::remove_on_signal(vec![cleanup.clone(), outputs.clone()]) {
         eprintln!("selfprobe: {e}");
         return EXIT_PROBE_FAILED;
     }
@@ -162,35 +172,21 @@ fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> i32 {
         Format::Sarif => report::sarif::render(&report),
         Format::Junit => report::junit::render(&report),
     };
-    let written = match &output {
-        Some(path) => std::fs::write(path, text.as_bytes())
-            .map_err(|e| format!("cannot write {}: {e}", path.display())),
-        None => std::io::stdout()
-            .lock()
-            .write_all(text.as_bytes())
-            .map_err(|e| format!("cannot write the report to standard output: {e}")),
-    };
-    if let Err(e) = written {
+    if let Err(e) = write_out(output.as_deref(), &text, &outputs) {
         eprintln!("selfprobe: {e}");
         return EXIT_PROBE_FAILED;
     }
     if let (Some(signer), Some(path)) = (&signer, &sshsig_path) {
         // Over the very bytes just written to -o.
         let sig = attest::sshsig::sign(signer, text.as_bytes());
-        if let Err(e) = sig.and_then(|sig| {
-            std::fs::write(path, sig.as_bytes())
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))
-        }) {
+        if let Err(e) = sig.and_then(|sig| write_out(Some(path), &sig, &outputs)) {
             eprintln!("selfprobe: --sshsig: {e}");
             return EXIT_PROBE_FAILED;
         }
     }
     if let (Some(signer), Some(path)) = (&signer, &attest_path) {
         let env = attest::envelope(&report, signer);
-        if let Err(e) = env.and_then(|env| {
-            std::fs::write(path, env.as_bytes())
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))
-        }) {
+        if let Err(e) = env.and_then(|env| write_out(Some(path), &env, &outputs)) {
             eprintln!("selfprobe: --attest: {e}");
             return EXIT_PROBE_FAILED;
         }

@@ -174,6 +174,107 @@ fn output_file_and_no_color() {
     fs::remove_dir_all(&d).unwrap();
 }
 
+/// Runs against an empty fixture root with `-o out`, JSON, never failing on
+/// findings.
+fn report_to(root: &std::path::Path, out: &std::path::Path) -> Output {
+    Command::new(BIN)
+        .args(["--format", "json", "--fail-on", "none", "-o"])
+        .arg(out)
+        .arg("--root")
+        .arg(root)
+        .output()
+        .unwrap()
+}
+
+fn is_report(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(bytes).is_ok_and(|v| v["summary"].is_object())
+}
+
+#[test]
+fn output_file_replaces_a_planted_symlink_and_leaves_no_temporary_file() {
+    let d = tmp("outlink");
+    let root = d.join("root");
+    fs::create_dir_all(&root).unwrap();
+    // Someone else's file, and a symlink to it where the report goes (a
+    // shared /tmp): the report must not be written through it.
+    let victim = d.join("victim");
+    fs::write(&victim, "not yours\n").unwrap();
+    let out = d.join("report.json");
+    std::os::unix::fs::symlink(&victim, &out).unwrap();
+    let o = report_to(&root, &out);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "not yours\n");
+    let meta = fs::symlink_metadata(&out).unwrap();
+    assert!(meta.is_file(), "the symlink was replaced by the report");
+    assert!(is_report(&fs::read(&out).unwrap()));
+    // An existing report is replaced whole.
+    let o = report_to(&root, &out);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(is_report(&fs::read(&out).unwrap()));
+    let names: Vec<String> = fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut want = vec!["report.json", "root", "victim"];
+    let mut got: Vec<&str> = names.iter().map(String::as_str).collect();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want, "no temporary file is left beside the report");
+    fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn output_to_a_stream_is_written_through() {
+    let d = tmp("outfifo");
+    let fifo = d.join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || fs::read(&fifo).unwrap())
+    };
+    let o = report_to(&d, &fifo);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(is_report(&reader.join().unwrap()));
+    use std::os::unix::fs::FileTypeExt;
+    let still = fs::symlink_metadata(&fifo).unwrap().file_type();
+    assert!(still.is_fifo(), "the FIFO was not replaced by a file");
+    fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn output_file_in_a_directory_that_refuses_new_files_is_written_in_place() {
+    // A report file bind-mounted on its own: its directory takes no new
+    // file, the file itself is writable. Modelled by a read-only directory
+    // and a non-root user, so only where the test can drop to one.
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("SKIP: output_file_in_a_directory_that_refuses_new_files_is_written_in_place: needs root to run selfprobe as another user");
+        return;
+    }
+    use std::os::unix::fs::{chown, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    let d = tmp("outro");
+    let dir = d.join("ro");
+    fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("report.json");
+    fs::write(&out, "old").unwrap();
+    chown(&out, Some(65534), Some(65534)).unwrap();
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(&d, fs::Permissions::from_mode(0o755)).unwrap();
+    let o = Command::new(BIN)
+        .args(["--format", "json", "--fail-on", "none", "-o"])
+        .arg(&out)
+        .arg("--root")
+        .arg(&d)
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(is_report(&fs::read(&out).unwrap()));
+    assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+    fs::remove_dir_all(&d).unwrap();
+}
+
 #[test]
 fn readme_table_lists_every_code_as_the_catalog_does() {
     let readme = include_str!("../README.md");

@@ -31,11 +31,11 @@ fn named(dir: &Path, prefix: &str) -> Vec<PathBuf> {
     out
 }
 
+/// Write-test files, and temporary report files (`.report.json.selfprobe-…`).
 fn leftovers(dir: &Path) -> Vec<String> {
-    named(dir, ".selfprobe-write-test-")
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect()
+    let mut left = named(dir, ".selfprobe-write-test-");
+    left.extend(named(dir, ".report.json.selfprobe-"));
+    left.iter().map(|p| p.display().to_string()).collect()
 }
 
 /// A container tree with 400 writable host mounts at `/{base}/{tag}N`:
@@ -60,7 +60,8 @@ fn many_mounts(name: &str, base: &str, tag: &str) -> Fixture {
 #[test]
 fn interrupted_write_tests_leave_nothing_behind() {
     let f = many_mounts("signals", "mnt", "m");
-    let mut interrupted = 0;
+    let report = f.dir.join("report.json");
+    let (mut interrupted, mut reports) = (0, 0);
     for round in 0..40u64 {
         let sig = if round % 2 == 0 {
             Signal::SIGINT
@@ -70,7 +71,8 @@ fn interrupted_write_tests_leave_nothing_behind() {
         let mut child = Command::new(BIN)
             .arg("--root")
             .arg(&f.dir)
-            .args(["--write-test", "--format", "json"])
+            .args(["--write-test", "--format", "json", "-o"])
+            .arg(&report)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -92,8 +94,17 @@ fn interrupted_write_tests_leave_nothing_behind() {
             left.is_empty(),
             "round {round} ({sig:?}, exit {status:?}) left {left:?}"
         );
+        // The report is whole or absent, never cut short.
+        if let Ok(bytes) = fs::read(&report) {
+            assert!(
+                serde_json::from_slice::<serde_json::Value>(&bytes).is_ok(),
+                "round {round} ({sig:?}, exit {status:?}) left a partial report"
+            );
+            reports += 1;
+            fs::remove_file(&report).unwrap();
+        }
     }
-    eprintln!("interrupted {interrupted} of 40");
+    eprintln!("interrupted {interrupted} of 40, {reports} whole reports");
     assert!(
         interrupted > 0,
         "no round was interrupted mid-run: the test proved nothing"

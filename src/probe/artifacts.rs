@@ -115,9 +115,7 @@ pub const CACHES_TOML: &str = include_str!("../../probes/caches.toml");
 pub const BROWSERS_TOML: &str = include_str!("../../probes/browsers.toml");
 pub const ARTIFACTS_TOML: &str = include_str!("../../probes/artifacts.toml");
 
-fn parse<T: serde::de::DeserializeOwned>(name: &str, text: &str) -> T {
-    toml::from_str(text).unwrap_or_else(|e| panic!("embedded catalog {name} is invalid: {e}"))
-}
+use crate::catalog::parse_embedded as parse;
 
 fn caches_toml() -> &'static CachesToml {
     static C: OnceLock<CachesToml> = OnceLock::new();

@@ -58,8 +58,7 @@ struct Catalog {
 pub fn builtins() -> &'static [Builtin] {
     static C: OnceLock<Vec<Builtin>> = OnceLock::new();
     C.get_or_init(|| {
-        toml::from_str::<Catalog>(DESTINATIONS_TOML)
-            .unwrap_or_else(|e| panic!("embedded catalog destinations.toml is invalid: {e}"))
+        crate::catalog::parse_embedded::<Catalog>("destinations.toml", DESTINATIONS_TOML)
             .destination
     })
 }

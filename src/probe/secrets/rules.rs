@@ -200,9 +200,7 @@ pub struct HistoryRule {
     pub shell: String,
 }
 
-fn parse<T: serde::de::DeserializeOwned>(name: &str, text: &str) -> T {
-    toml::from_str(text).unwrap_or_else(|e| panic!("embedded catalog {name} is invalid: {e}"))
-}
+use crate::catalog::parse_embedded as parse;
 
 pub fn env_secrets() -> &'static EnvSecrets {
     static C: OnceLock<EnvSecrets> = OnceLock::new();

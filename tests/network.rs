@@ -38,6 +38,7 @@ const CLEARED: &[&str] = &[
     "BUILDKIT_HOST",
     "CONTAINERD_ADDRESS",
     "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
 ];
 
 static N: AtomicUsize = AtomicUsize::new(0);
@@ -636,6 +637,54 @@ fn the_image_ca_bundle_is_used_when_there_is_one() {
     assert_eq!(ts["source"], "/etc/ssl/certs/ca-certificates.crt");
     assert_eq!(ts["certificates"], 1);
     assert_eq!(r.count("net.allowed-unreachable"), 0);
+}
+
+#[test]
+fn a_ca_added_through_ssl_cert_dir_is_trusted_and_named() {
+    let (ca, leaf) = ca_and_leaf("selfprobe corporate CA", &["localhost"]);
+    let srv = Server::tls_on(loopback(), tls_config(&leaf), |_| reply(200, &[], "hi"));
+    let root = Root::new("certdir");
+    root.file("etc/hosts", "127.0.0.1 localhost\n");
+    // The layout c_rehash makes: a PEM file and a hashed name linking to it.
+    // Beside them, what a workspace may leave there: a FIFO named like a
+    // certificate (must not hang the run) and a file that is not PEM.
+    root.file("opt/corp-certs/corp.pem", &ca.cert_pem);
+    std::os::unix::fs::symlink("corp.pem", root.dir.join("opt/corp-certs/1a2b3c4d.0")).unwrap();
+    nix::unistd::mkfifo(
+        &root.dir.join("opt/corp-certs/0badf1f0.0"),
+        nix::sys::stat::Mode::from_bits_truncate(0o644),
+    )
+    .unwrap();
+    root.file("opt/corp-certs/README", "not a certificate\n");
+    let subject = format!("https://localhost:{}/", srv.port);
+    root.with_policy(&format!("[network]\nallow = [\"{subject}\"]\n"));
+
+    // Without SSL_CERT_DIR the CA is unknown: the embedded roots refuse it.
+    let r = root.run(&[], &[]);
+    assert_eq!(r.dest(&subject)["outcome"], "tls-failure");
+
+    let r = root.run(&[], &[("SSL_CERT_DIR", "/nonexistent:/opt/corp-certs")]);
+    let d = r.dest(&subject);
+    assert_eq!(d["outcome"], "reachable", "{d:#}");
+    assert_eq!(d["tls"]["verified"], true);
+    assert_eq!(d["tls"]["trust_store"], "system");
+    let ts = &r.json["inventory"]["network"]["trust_store"];
+    assert_eq!(ts["source"], "/opt/corp-certs (SSL_CERT_DIR)", "{ts:#}");
+    assert_eq!(ts["certificates"], 1, "the same CA twice counts once");
+    assert_eq!(r.count("net.allowed-unreachable"), 0);
+
+    // With a bundle as well, both are named, and a certificate in both is
+    // counted once.
+    let (other, _) = ca_and_leaf("selfprobe other CA", &["example.invalid"]);
+    root.file(
+        "etc/ssl/certs/ca-certificates.crt",
+        &format!("{}{}", other.cert_pem, ca.cert_pem),
+    );
+    let r = root.run(&[], &[("SSL_CERT_DIR", "/opt/corp-certs")]);
+    assert_eq!(r.dest(&subject)["outcome"], "reachable");
+    let ts = &r.json["inventory"]["network"]["trust_store"];
+    assert_eq!(ts["source"], "/etc/ssl/certs/ca-certificates.crt", "{ts:#}");
+    assert_eq!(ts["certificates"], 2);
 }
 
 /// Mimics the cloud metadata services: each answers only the request its

@@ -5,6 +5,7 @@
 //! failed handshake still says whose certificate was presented: that is how
 //! TLS interception shows.
 
+use std::collections::HashSet;
 use std::io;
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
@@ -32,6 +33,8 @@ const BUNDLES: &[&str] = &[
     "/etc/ssl/cert.pem",
 ];
 const MAX_BUNDLE: u64 = 8 << 20;
+/// A distribution's /etc/ssl/certs holds a few hundred names.
+const MAX_DIR_ENTRIES: usize = 4096;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TrustStore {
@@ -48,10 +51,58 @@ pub struct Tls {
     verifier: Result<Arc<WebPkiServerVerifier>, String>,
 }
 
+/// Roots gathered from the image, each certificate once: a bundle and an
+/// SSL_CERT_DIR often hold the same ones.
+struct Gathered {
+    roots: RootCertStore,
+    seen: HashSet<Vec<u8>>,
+}
+
+impl Gathered {
+    /// Adds the PEM certificates in `bytes`; returns how many were new.
+    fn add_pem(&mut self, bytes: &[u8]) -> usize {
+        let before = self.roots.len();
+        for cert in CertificateDer::pem_slice_iter(bytes).filter_map(Result::ok) {
+            if self.seen.insert(cert.to_vec()) {
+                let _ = self.roots.add(cert);
+            }
+        }
+        self.roots.len() - before
+    }
+
+    /// Reads the certificates of an OpenSSL-style directory: PEM files,
+    /// hashed names linking to them. Bounded in entries and bytes, since the
+    /// directory is the workspace's to fill.
+    fn add_dir(&mut self, host: &Host, dir: &str) -> io::Result<usize> {
+        let mut added = 0;
+        let mut budget = MAX_BUNDLE;
+        for ent in std::fs::read_dir(host.path(dir))?.take(MAX_DIR_ENTRIES) {
+            let Ok(ent) = ent else { continue };
+            if budget == 0 {
+                break;
+            }
+            if let Ok(bytes) = read_regular(&ent.path(), budget) {
+                budget -= bytes.len() as u64;
+                added += self.add_pem(&bytes);
+            }
+        }
+        Ok(added)
+    }
+}
+
 impl Tls {
+    /// The roots the workspace's own tools would trust, as OpenSSL, Go and
+    /// curl find them: SSL_CERT_FILE or the distribution's bundle, plus the
+    /// directories in SSL_CERT_DIR (where a corporate CA is often added).
+    /// Without any, the embedded roots.
     pub fn load(host: &Host) -> Tls {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut tried = Vec::new();
+        let mut used = Vec::new();
+        let mut got = Gathered {
+            roots: RootCertStore::empty(),
+            seen: HashSet::new(),
+        };
         let env_file = std::env::var("SSL_CERT_FILE")
             .ok()
             .filter(|v| v.starts_with('/'));
@@ -62,30 +113,44 @@ impl Tls {
         for path in candidates {
             match read_regular(&host.path(path), MAX_BUNDLE) {
                 Ok(bytes) => {
-                    let mut roots = RootCertStore::empty();
-                    let certs = CertificateDer::pem_slice_iter(&bytes).filter_map(Result::ok);
-                    let (added, _) = roots.add_parsable_certificates(certs);
-                    if added > 0 {
+                    if got.add_pem(&bytes) > 0 {
                         let via = if env_file.as_deref() == Some(path) {
                             " (SSL_CERT_FILE)"
                         } else {
                             ""
                         };
-                        return Tls::with_roots(
-                            provider,
-                            roots,
-                            TrustStore {
-                                kind: "system",
-                                source: format!("{path}{via}"),
-                                certificates: added,
-                            },
-                        );
+                        used.push(format!("{path}{via}"));
+                        break;
                     }
                     tried.push(format!("{path}: no certificate in it"));
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => tried.push(format!("{path}: {e}")),
             }
+        }
+        let env_dirs = std::env::var("SSL_CERT_DIR").unwrap_or_default();
+        for dir in env_dirs.split(':').filter(|d| d.starts_with('/')) {
+            match got.add_dir(host, dir) {
+                Ok(n) if n > 0 => used.push(format!("{dir} (SSL_CERT_DIR)")),
+                Ok(_) if got.roots.is_empty() => {
+                    tried.push(format!("{dir} (SSL_CERT_DIR): no certificate in it"))
+                }
+                // Nothing the bundle did not already hold: nothing to say.
+                Ok(_) => {}
+                Err(e) => tried.push(format!("{dir} (SSL_CERT_DIR): {e}")),
+            }
+        }
+        if !got.roots.is_empty() {
+            let n = got.roots.len();
+            return Tls::with_roots(
+                provider,
+                got.roots,
+                TrustStore {
+                    kind: "system",
+                    source: used.join("; "),
+                    certificates: n,
+                },
+            );
         }
         let roots = RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),

@@ -263,7 +263,14 @@ pub fn write_whole(path: &Path, bytes: &[u8], cleanup: &Cleanup) -> io::Result<(
         Some(Err(e)) => return Err(e),
         Some(Ok(f)) => f,
     };
-    let written = file.write_all(bytes).and_then(|_| file.sync_all());
+    // A report replaced keeps the mode its owner gave it (0600, say).
+    let keep_mode = std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map_or(Ok(()), |m| file.set_permissions(m.permissions()));
+    let written = keep_mode
+        .and_then(|_| file.write_all(bytes))
+        .and_then(|_| file.sync_all());
     drop(file);
     let res = written.and_then(|_| match std::fs::rename(&tmp, path) {
         Err(_) if existing_file => {

@@ -207,10 +207,16 @@ fn output_file_replaces_a_planted_symlink_and_leaves_no_temporary_file() {
     let meta = fs::symlink_metadata(&out).unwrap();
     assert!(meta.is_file(), "the symlink was replaced by the report");
     assert!(is_report(&fs::read(&out).unwrap()));
-    // An existing report is replaced whole.
+    // An existing report is replaced whole, and keeps its mode.
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&out, fs::Permissions::from_mode(0o600)).unwrap();
     let o = report_to(&root, &out);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(is_report(&fs::read(&out).unwrap()));
+    assert_eq!(
+        fs::metadata(&out).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     let names: Vec<String> = fs::read_dir(&d)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

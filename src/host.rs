@@ -294,7 +294,12 @@ pub fn remove_on_signal(cleanups: Vec<std::sync::Arc<Cleanup>>) -> Result<(), St
     use nix::sys::signal::{SigSet, Signal};
     let mut set = SigSet::empty();
     for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
-        set.add(s);
+        // A signal the caller ignores stays ignored: `nohup selfprobe`
+        // must outlive a hangup, and a shell's background job must not stop
+        // on the terminal's Ctrl-C. Blocked and waited for, it would not be.
+        if !inherited_ignore(s) {
+            set.add(s);
+        }
     }
     set.thread_block()
         .map_err(|e| format!("cannot block signals: {e}"))?;
@@ -310,6 +315,17 @@ pub fn remove_on_signal(cleanups: Vec<std::sync::Arc<Cleanup>>) -> Result<(), St
         })
         .map_err(|e| format!("cannot start the signal thread: {e}"))?;
     Ok(())
+}
+
+/// Whether `sig` was set to SIG_IGN by whoever started this process (the
+/// disposition survives exec).
+fn inherited_ignore(sig: nix::sys::signal::Signal) -> bool {
+    let mut old = std::mem::MaybeUninit::<nix::libc::sigaction>::zeroed();
+    // SAFETY: a null new action only reads the current one into `old`,
+    // which is zeroed and of the type the call fills in.
+    let rc = unsafe { nix::libc::sigaction(sig as i32, std::ptr::null(), old.as_mut_ptr()) };
+    // SAFETY: zeroed is a valid sigaction, and on success the call wrote it.
+    rc == 0 && unsafe { old.assume_init() }.sa_sigaction == nix::libc::SIG_IGN
 }
 
 /// SHA-256 of the running binary, so a report names exactly what made it.

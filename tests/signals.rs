@@ -173,3 +173,76 @@ fn interrupted_canary_plants_leave_only_whole_canaries() {
         "no round was interrupted after finishing some canaries: the test proved nothing"
     );
 }
+
+/// Runs `canary plant` over 400 writable mounts with `ignored` set to SIG_IGN
+/// by the parent (as `nohup` does for SIGHUP, and a shell for a background
+/// job's SIGINT), sends it `sent` after the first canary, and returns how it exited and how
+/// many whole canaries it left.
+fn plant_with_ignored(f: &Fixture, ignored: Option<Signal>, sent: Signal) -> (Option<i32>, usize) {
+    use nix::sys::signal::{signal, SigHandler};
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(BIN);
+    cmd.args(["canary", "plant", "--root"])
+        .arg(&f.dir)
+        .args(["--workspace", "/workspace"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: signal(2) is async-signal-safe, the only call made between
+    // fork and exec. The three start at their defaults whatever the test
+    // runner inherited (CI under nohup, say), then `ignored` is ignored.
+    unsafe {
+        cmd.pre_exec(move || {
+            for sig in [Signal::SIGHUP, Signal::SIGINT, Signal::SIGTERM] {
+                let how = if Some(sig) == ignored {
+                    SigHandler::SigIgn
+                } else {
+                    SigHandler::SigDfl
+                };
+                signal(sig, how).map_err(std::io::Error::from)?;
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    // Signal once the first canary is down: the handler is in place by then
+    // and 399 are still to come, however fast the machine.
+    let first = f.dir.join("data/v0");
+    let started = Instant::now();
+    while named(&first, ".selfprobe-canary-").is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no canary was planted in /data/v0"
+        );
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let _ = kill(Pid::from_raw(child.id() as i32), sent);
+    let status = child.wait().unwrap();
+    let found = canaries(&f.dir);
+    let whole = found.iter().filter(|c| c.1).count();
+    assert_eq!(whole, found.len(), "only whole canaries are left");
+    for (p, _) in found {
+        fs::remove_file(p).unwrap();
+    }
+    (status.code(), whole)
+}
+
+#[test]
+fn a_signal_the_caller_ignores_stays_ignored() {
+    let f = many_mounts("ignored", "data", "v");
+    // Control: heard, SIGHUP stops the run part-way.
+    let (code, whole) = plant_with_ignored(&f, None, Signal::SIGHUP);
+    assert_eq!(code, Some(128 + Signal::SIGHUP as i32));
+    assert!(
+        whole < 400,
+        "the run was stopped part-way ({whole} canaries)"
+    );
+    // Under nohup the same hangup changes nothing: every canary is planted.
+    for sig in [Signal::SIGHUP, Signal::SIGINT] {
+        let (code, whole) = plant_with_ignored(&f, Some(sig), sig);
+        assert_eq!(code, Some(0), "{sig:?} was ignored by the caller");
+        assert_eq!(whole, 400, "{sig:?}: the run went on to the end");
+    }
+    // What the caller did not ignore still stops it.
+    let (code, _) = plant_with_ignored(&f, Some(Signal::SIGHUP), Signal::SIGTERM);
+    assert_eq!(code, Some(128 + Signal::SIGTERM as i32));
+}

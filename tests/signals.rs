@@ -7,7 +7,7 @@ mod common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use common::fixture::*;
@@ -57,34 +57,86 @@ fn many_mounts(name: &str, base: &str, tag: &str) -> Fixture {
     f
 }
 
+/// SIGINT on even rounds, SIGTERM on odd ones.
+fn round_signal(round: u64) -> Signal {
+    if round % 2 == 0 {
+        Signal::SIGINT
+    } else {
+        Signal::SIGTERM
+    }
+}
+
+/// Starts the three signals at their defaults in the child, whatever the
+/// test runner inherited (CI under nohup, a background job), then ignores
+/// `ignored`.
+fn dispositions(cmd: &mut Command, ignored: Option<Signal>) -> &mut Command {
+    use nix::sys::signal::{signal, SigHandler};
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal(2) is async-signal-safe, the only call made between
+    // fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            for sig in [Signal::SIGHUP, Signal::SIGINT, Signal::SIGTERM] {
+                let how = if Some(sig) == ignored {
+                    SigHandler::SigIgn
+                } else {
+                    SigHandler::SigDfl
+                };
+                signal(sig, how).map_err(std::io::Error::from)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Runs `cmd` (output discarded), sends `sig` once `ready` says so, and
+/// waits: the exit after a signal must be prompt.
+fn signal_when(cmd: &mut Command, sig: Signal, ready: impl Fn() -> bool) -> ExitStatus {
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !ready() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the moment to signal never came"
+        );
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let _ = kill(Pid::from_raw(child.id() as i32), sig);
+    let signalled = Instant::now();
+    let status = child.wait().unwrap();
+    assert!(
+        signalled.elapsed() < Duration::from_secs(5),
+        "exit after a signal is prompt"
+    );
+    status
+}
+
+/// A `ready` for signal_when: true once `after` has passed.
+fn after(d: Duration) -> impl Fn() -> bool {
+    let at = Instant::now() + d;
+    move || Instant::now() >= at
+}
+
 #[test]
 fn interrupted_write_tests_leave_nothing_behind() {
     let f = many_mounts("signals", "mnt", "m");
     let report = f.dir.join("report.json");
     let (mut interrupted, mut reports) = (0, 0);
     for round in 0..40u64 {
-        let sig = if round % 2 == 0 {
-            Signal::SIGINT
-        } else {
-            Signal::SIGTERM
-        };
-        let mut child = Command::new(BIN)
-            .arg("--root")
-            .arg(&f.dir)
-            .args(["--write-test", "--format", "json", "-o"])
-            .arg(&report)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let sig = round_signal(round);
         // Spread the signal over the run: early, mid-walk, mid-write.
-        std::thread::sleep(Duration::from_micros(500 + round * 250));
-        let _ = kill(Pid::from_raw(child.id() as i32), sig);
-        let started = Instant::now();
-        let status = child.wait().unwrap();
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "exit after a signal is prompt"
+        let status = signal_when(
+            dispositions(&mut Command::new(BIN), None)
+                .arg("--root")
+                .arg(&f.dir)
+                .args(["--write-test", "--format", "json", "-o"])
+                .arg(&report),
+            sig,
+            after(Duration::from_micros(500 + round * 250)),
         );
         if status.code() == Some(128 + sig as i32) {
             interrupted += 1;
@@ -130,27 +182,15 @@ fn interrupted_canary_plants_leave_only_whole_canaries() {
     let f = many_mounts("plant-sig", "data", "v");
     let (mut interrupted, mut whole_seen) = (0, 0);
     for round in 0..30u64 {
-        let sig = if round % 2 == 0 {
-            Signal::SIGINT
-        } else {
-            Signal::SIGTERM
-        };
-        let mut child = Command::new(BIN)
-            .args(["canary", "plant", "--root"])
-            .arg(&f.dir)
-            .args(["--workspace", "/workspace"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let sig = round_signal(round);
         // Planting 400 canaries takes ~250 ms here: spread over all of it.
-        std::thread::sleep(Duration::from_micros(1000 + round * 8000));
-        let _ = kill(Pid::from_raw(child.id() as i32), sig);
-        let started = Instant::now();
-        let status = child.wait().unwrap();
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "exit after a signal is prompt"
+        let status = signal_when(
+            dispositions(&mut Command::new(BIN), None)
+                .args(["canary", "plant", "--root"])
+                .arg(&f.dir)
+                .args(["--workspace", "/workspace"]),
+            sig,
+            after(Duration::from_micros(1000 + round * 8000)),
         );
         if status.code() == Some(128 + sig as i32) {
             interrupted += 1;
@@ -179,44 +219,17 @@ fn interrupted_canary_plants_leave_only_whole_canaries() {
 /// job's SIGINT), sends it `sent` after the first canary, and returns how it exited and how
 /// many whole canaries it left.
 fn plant_with_ignored(f: &Fixture, ignored: Option<Signal>, sent: Signal) -> (Option<i32>, usize) {
-    use nix::sys::signal::{signal, SigHandler};
-    use std::os::unix::process::CommandExt;
-    let mut cmd = Command::new(BIN);
-    cmd.args(["canary", "plant", "--root"])
-        .arg(&f.dir)
-        .args(["--workspace", "/workspace"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    // SAFETY: signal(2) is async-signal-safe, the only call made between
-    // fork and exec. The three start at their defaults whatever the test
-    // runner inherited (CI under nohup, say), then `ignored` is ignored.
-    unsafe {
-        cmd.pre_exec(move || {
-            for sig in [Signal::SIGHUP, Signal::SIGINT, Signal::SIGTERM] {
-                let how = if Some(sig) == ignored {
-                    SigHandler::SigIgn
-                } else {
-                    SigHandler::SigDfl
-                };
-                signal(sig, how).map_err(std::io::Error::from)?;
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().unwrap();
     // Signal once the first canary is down: the handler is in place by then
     // and 399 are still to come, however fast the machine.
     let first = f.dir.join("data/v0");
-    let started = Instant::now();
-    while named(&first, ".selfprobe-canary-").is_empty() {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "no canary was planted in /data/v0"
-        );
-        std::thread::sleep(Duration::from_micros(200));
-    }
-    let _ = kill(Pid::from_raw(child.id() as i32), sent);
-    let status = child.wait().unwrap();
+    let status = signal_when(
+        dispositions(&mut Command::new(BIN), ignored)
+            .args(["canary", "plant", "--root"])
+            .arg(&f.dir)
+            .args(["--workspace", "/workspace"]),
+        sent,
+        || !named(&first, ".selfprobe-canary-").is_empty(),
+    );
     let found = canaries(&f.dir);
     let whole = found.iter().filter(|c| c.1).count();
     assert_eq!(whole, found.len(), "only whole canaries are left");

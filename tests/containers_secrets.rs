@@ -11,45 +11,13 @@
 
 mod common;
 
-use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
+use common::canary::{b64, now, random, ALNUM, UPPER};
 use common::podman::*;
 use serde_json::Value;
-
-const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-const UPPER: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-
-fn random(n: usize, alphabet: &[u8]) -> String {
-    let mut b = vec![0u8; n];
-    std::fs::File::open("/dev/urandom")
-        .unwrap()
-        .read_exact(&mut b)
-        .unwrap();
-    b.iter()
-        .map(|x| alphabet[*x as usize % alphabet.len()] as char)
-        .collect()
-}
-
-/// The encodings a leaked key or token would appear in (JWT segments are
-/// base64url without padding).
-fn b64(b: &[u8], url: bool) -> String {
-    use base64ct::Encoding;
-    if url {
-        base64ct::Base64UrlUnpadded::encode_string(b)
-    } else {
-        base64ct::Base64::encode_string(b)
-    }
-}
-
-fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
 
 /// Canaries: a name and the distinctive part (never the rule's prefix).
 struct Canaries(Vec<(String, String)>);

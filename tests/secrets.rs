@@ -5,6 +5,8 @@
 //! symlink out of scope, a 1 GiB sparse credentials file). Every output
 //! format (JSON, text, SARIF, JUnit) and stderr is searched for every canary.
 
+mod common;
+
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::symlink;
@@ -12,8 +14,9 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
+use common::canary::{b64, now, random, ALNUM, UPPER};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_selfprobe");
@@ -122,39 +125,6 @@ impl Out {
             .map(|f| format!("{} {}", f["code"], f["subject"]))
             .collect()
     }
-}
-
-fn random(n: usize, alphabet: &[u8]) -> String {
-    let mut bytes = vec![0u8; n];
-    fs::File::open("/dev/urandom")
-        .unwrap()
-        .read_exact(&mut bytes)
-        .unwrap();
-    bytes
-        .iter()
-        .map(|b| alphabet[*b as usize % alphabet.len()] as char)
-        .collect()
-}
-
-const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-const UPPER: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-
-/// The encodings a leaked key or token would appear in (JWT segments are
-/// base64url without padding).
-fn b64(b: &[u8], url: bool) -> String {
-    use base64ct::Encoding;
-    if url {
-        base64ct::Base64UrlUnpadded::encode_string(b)
-    } else {
-        base64ct::Base64::encode_string(b)
-    }
-}
-
-fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
 }
 
 /// A JWT with the given claims and a random signature (the canary part).

@@ -1,3 +1,4 @@
+pub mod canary;
 pub mod fixture;
 pub mod keys;
 pub mod netserve;

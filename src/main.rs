@@ -108,7 +108,11 @@ fn plant(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> i32 {
         eprintln!("selfprobe: {e}");
         return EXIT_PROBE_FAILED;
     }
-    0
+    if rep.incomplete {
+        EXIT_PROBE_FAILED
+    } else {
+        0
+    }
 }
 
 fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> i32 {

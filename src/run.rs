@@ -94,5 +94,7 @@ pub fn plant(
     let mut mounts = crate::probe::mounts::collect(&host, cfg.workspace.clone(), host.deadline())?;
     crate::probe::mounts::apply_policy(&mut mounts, &cfg.policy);
     let rep = crate::probe::teardown::plant(&host, &mounts, &run_id, &cleanup, signer);
+    // A canary still being written when the deadline passed goes now.
+    cleanup.remove_all();
     Ok(rep)
 }

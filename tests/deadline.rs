@@ -39,17 +39,13 @@ fn prerequisites() -> Option<String> {
     None
 }
 
-/// Runs selfprobe against `fx` with a FUSE mount that never answers over
-/// its workspace; returns (exit code, wall time, stderr).
-fn run_over_hung_mount(fx: &Fixture, report: &Path, args: &[&str]) -> (i32, Duration, String) {
-    let target = std::ffi::CString::new(fx.path("workspace").to_str().unwrap()).unwrap();
+/// Runs selfprobe with `args` and a FUSE mount that never answers at
+/// `hung`; returns (exit code, wall time, stdout, stderr).
+fn over_hung_mount(hung: &Path, args: &[&std::ffi::OsStr]) -> (i32, Duration, String, String) {
+    let target = std::ffi::CString::new(hung.to_str().unwrap()).unwrap();
     let opts = format!("fd={FUSE_FD},rootmode=40000,user_id=0,group_id=0");
     let mut cmd = Command::new(BIN);
-    cmd.arg("--root")
-        .arg(&fx.dir)
-        .args(["--format", "json", "--workspace", "/workspace", "-o"])
-        .arg(report)
-        .args(args);
+    cmd.args(args);
     // Between fork and exec only async-signal-safe calls: the strings are
     // made above, and these are plain system calls.
     unsafe {
@@ -80,7 +76,25 @@ fn run_over_hung_mount(fx: &Fixture, report: &Path, args: &[&str]) -> (i32, Dura
     let started = Instant::now();
     let out = run_bounded(cmd, Duration::from_secs(30), None)
         .unwrap_or_else(|e| panic!("over a hung mount: {e}"));
-    (out.code.unwrap_or(-1), started.elapsed(), out.stderr)
+    (
+        out.code.unwrap_or(-1),
+        started.elapsed(),
+        out.stdout,
+        out.stderr,
+    )
+}
+
+/// Runs selfprobe against `fx` with a FUSE mount that never answers over
+/// its workspace; returns (exit code, wall time, stderr).
+fn run_over_hung_mount(fx: &Fixture, report: &Path, args: &[&str]) -> (i32, Duration, String) {
+    let mut all: Vec<&std::ffi::OsStr> = vec!["--root".as_ref(), fx.dir.as_os_str()];
+    for a in ["--format", "json", "--workspace", "/workspace", "-o"] {
+        all.push(a.as_ref());
+    }
+    all.push(report.as_os_str());
+    all.extend(args.iter().map(|a| std::ffi::OsStr::new(*a)));
+    let (code, wall, _, stderr) = over_hung_mount(&fx.path("workspace"), &all);
+    (code, wall, stderr)
 }
 
 /// One run over the hung mount, with what every case checks first.
@@ -271,4 +285,104 @@ fn probe_budget_over_a_hung_mount_without_a_global_cut() {
         bad.push(format!("exit {code}, want 0"));
     }
     assert!(bad.is_empty(), "{}\nreport:\n{text}", bad.join("\n"));
+}
+
+/// Canary files under `dir` (any depth), with whether each parses as a
+/// whole canary.
+fn canaries(dir: &Path) -> Vec<(std::path::PathBuf, bool)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let ft = e.file_type().unwrap();
+            if ft.is_dir() {
+                stack.push(e.path());
+            } else if e
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".selfprobe-canary-")
+            {
+                let whole = fs::read(e.path())
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                    .is_some_and(|v| v["selfprobe_canary"] == 1);
+                out.push((e.path(), whole));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn canary_plant_over_a_hung_mount_is_bounded_and_says_so() {
+    let test = "canary_plant_over_a_hung_mount_is_bounded_and_says_so";
+    if let Some(why) = prerequisites() {
+        assert!(!ci(), "{test}: {why} (required under CI)");
+        eprintln!("SKIPPED {test}: {why}");
+        return;
+    }
+    // The hung mount at /data as an engine volume (not inspected by the
+    // mount probe: the plant itself hangs, and the deadline ends the wait),
+    // then as a host directory (inspected: found not to answer, never
+    // tried). Beside it, a host directory that answers.
+    for (root, why, most) in [
+        (
+            "/var/lib/containers/storage/volumes/v/_data",
+            "deadline",
+            4500,
+        ),
+        ("/srv/data", "did not answer", 3000),
+    ] {
+        let mi = fs::read_to_string(format!("{DATA}/plain.mountinfo")).unwrap()
+            + &format!("84 80 254:0 {root} /data rw,relatime - ext4 /dev/vda rw\n")
+            + "85 80 254:0 /srv/cache /cache rw,relatime - ext4 /dev/vda rw\n";
+        let fx = Fixture::container("hung-plant", &mi, &common::fixture::data("plain.status"));
+        fx.dir("data");
+        fx.dir("cache");
+        let out = TempPath::file("deadline-plant", ".json");
+        let mut args: Vec<&std::ffi::OsStr> = vec!["canary".as_ref(), "plant".as_ref()];
+        args.extend(["--root".as_ref(), fx.dir.as_os_str()]);
+        for a in [
+            "--workspace",
+            "/workspace",
+            "--format",
+            "json",
+            "--timeout",
+            "3s",
+            "-o",
+        ] {
+            args.push(a.as_ref());
+        }
+        args.push(out.path.as_os_str());
+        let (code, wall, _, stderr) = over_hung_mount(&fx.path("data"), &args);
+        let text = fs::read_to_string(&out.path)
+            .unwrap_or_else(|e| panic!("{root}: no plant report ({e}); stderr:\n{stderr}"));
+        let j: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(code, 3, "{root}: a location not tried is exit 3\n{text}");
+        assert!(
+            wall < Duration::from_millis(most),
+            "{root}: took {wall:?} with --timeout 3s"
+        );
+        assert_eq!(j["incomplete"], true, "{text}");
+        let skipped = j["skipped"].as_array().unwrap();
+        assert!(
+            skipped
+                .iter()
+                .any(|s| s["location"] == "/data" && s["error"].as_str().unwrap().contains(why)),
+            "{root}: /data not skipped for {why:?}\n{text}"
+        );
+        let planted = j["planted"].as_array().unwrap();
+        assert!(
+            planted
+                .iter()
+                .any(|p| p["location"] == "/cache" && p["path"].is_string()),
+            "{root}: the answering location is still planted in\n{text}"
+        );
+        let found = canaries(&fx.path("cache"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].1, "the canary is whole");
+        eprintln!(
+            "FIGURES canary plant over a hung mount ({root}), --timeout 3s: exit {code} after {wall:?}"
+        );
+    }
 }

@@ -38,25 +38,6 @@ fn leftovers(dir: &Path) -> Vec<String> {
     left.iter().map(|p| p.display().to_string()).collect()
 }
 
-/// A container tree with 400 writable host mounts at `/{base}/{tag}N`:
-/// enough that writing into them is long enough to be interrupted.
-fn many_mounts(name: &str, base: &str, tag: &str) -> Fixture {
-    let lines: Vec<String> = (0..400)
-        .map(|i| {
-            format!(
-                "{} 80 254:0 /srv/{tag}{i} /{base}/{tag}{i} rw,relatime - ext4 /dev/vda rw",
-                200 + i
-            )
-        })
-        .collect();
-    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-    let f = Fixture::container(name, &mountinfo_with(&refs), &data("plain.status"));
-    for i in 0..400 {
-        f.dir(&format!("{base}/{tag}{i}"));
-    }
-    f
-}
-
 /// SIGINT on even rounds, SIGTERM on odd ones.
 fn round_signal(round: u64) -> Signal {
     if round % 2 == 0 {
@@ -123,7 +104,7 @@ fn after(d: Duration) -> impl Fn() -> bool {
 
 #[test]
 fn interrupted_write_tests_leave_nothing_behind() {
-    let f = many_mounts("signals", "mnt", "m");
+    let f = Fixture::many_mounts("signals", "mnt", "m", 400);
     let report = f.dir.join("report.json");
     let (mut interrupted, mut reports) = (0, 0);
     for round in 0..40u64 {
@@ -179,7 +160,7 @@ fn canaries(dir: &Path) -> Vec<(String, bool)> {
 
 #[test]
 fn interrupted_canary_plants_leave_only_whole_canaries() {
-    let f = many_mounts("plant-sig", "data", "v");
+    let f = Fixture::many_mounts("plant-sig", "data", "v", 400);
     let (mut interrupted, mut whole_seen) = (0, 0);
     for round in 0..30u64 {
         let sig = round_signal(round);
@@ -241,7 +222,7 @@ fn plant_with_ignored(f: &Fixture, ignored: Option<Signal>, sent: Signal) -> (Op
 
 #[test]
 fn a_signal_the_caller_ignores_stays_ignored() {
-    let f = many_mounts("ignored", "data", "v");
+    let f = Fixture::many_mounts("ignored", "data", "v", 400);
     // Control: heard, SIGHUP stops the run part-way.
     let (code, whole) = plant_with_ignored(&f, None, Signal::SIGHUP);
     assert_eq!(code, Some(128 + Signal::SIGHUP as i32));

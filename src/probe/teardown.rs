@@ -2,10 +2,13 @@
 //! clearly named canary in each writable persistent location; a later run in
 //! a fresh workspace that finds one has proof that state leaked across runs.
 
+use std::collections::VecDeque;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +24,8 @@ const MAX_CANARY: u64 = 64 * 1024;
 /// top, and a name is only compared, so a large top level costs little;
 /// past this the location is reported as not fully searched.
 const MAX_ENTRIES: usize = 1_000_000;
+/// Threads writing canaries at once.
+const PLANT_WRITERS: usize = 4;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Canary {
@@ -300,16 +305,34 @@ pub struct PlantReport {
     pub planted: Vec<Planted>,
     /// Persistent locations not planted in, and why.
     pub skipped: Vec<Planted>,
+    /// Some location could not be tried: its mount did not answer, or the
+    /// deadline passed first. A later run cannot vouch for those (exit 3).
+    pub incomplete: bool,
 }
 
-/// Writes one canary into each writable persistent location. Each file is
-/// registered with `cleanup` before it is created and forgotten only once it
-/// is complete, so an interrupted plant leaves no half-written canary.
+/// One location to plant in, its canary already signed and serialized.
+struct Job {
+    location: String,
+    rel: PathBuf,
+    real: PathBuf,
+    body: Vec<u8>,
+}
+
+enum Outcome {
+    Planted(Planted),
+    Skipped(Planted),
+}
+
+/// Writes one canary into each writable persistent location, through
+/// `cleanup` (so an interrupted plant leaves no half-written canary). The
+/// writes run on a thread of their own and are waited for until the run's
+/// deadline only: a mount that hangs after it was inspected cannot hold the
+/// command past --timeout.
 pub fn plant(
     host: &Host,
     mounts: &MountFacts,
     run_id: &str,
-    cleanup: &Cleanup,
+    cleanup: &Arc<Cleanup>,
     signer: &Signer,
 ) -> PlantReport {
     let planted_at = rfc3339(std::time::SystemTime::now());
@@ -320,6 +343,7 @@ pub fn plant(
         planted_at: planted_at.clone(),
         planted: Vec::new(),
         skipped: Vec::new(),
+        incomplete: false,
     };
     // Without a declared workspace the mount holding the working directory
     // is most likely it; a canary there would land in the task's diff.
@@ -328,22 +352,28 @@ pub fn plant(
     } else {
         None
     };
+    let skip = |location: &str, why: &str| Planted {
+        location: location.to_string(),
+        path: None,
+        error: Some(why.to_string()),
+    };
+    // Host paths whose mount did not answer when inspected are not in the
+    // list below (what they hold is unknown); they are named here, since a
+    // later run cannot vouch for them.
+    for e in &mounts.mounts {
+        if class_name(e).is_some() && e.contents.file_type == "unresponsive" {
+            let at = e.mount.mount_point.to_string_lossy();
+            rep.skipped.push(skip(
+                &at,
+                "its mount did not answer when inspected: not planted",
+            ));
+            rep.incomplete = true;
+        }
+    }
+    let mut jobs = Vec::new();
     for l in persistent_locations(mounts) {
         if cwd.as_ref().is_some_and(|d| d.starts_with(&l.path)) {
-            rep.skipped.push(Planted {
-                location: l.path.clone(),
-                path: None,
-                error: Some("holds the working directory, probably the workspace (pass --workspace to say which it is)".into()),
-            });
-            continue;
-        }
-        let writable = host.access(&l.path, nix::unistd::AccessFlags::W_OK).is_ok();
-        if !writable {
-            rep.skipped.push(Planted {
-                location: l.path.clone(),
-                path: None,
-                error: Some("not writable".into()),
-            });
+            rep.skipped.push(skip(&l.path, "holds the working directory, probably the workspace (pass --workspace to say which it is)"));
             continue;
         }
         let mut canary = Canary {
@@ -357,20 +387,92 @@ pub fn plant(
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
         };
         canary.sign(signer);
+        let body = match serde_json::to_vec_pretty(&canary) {
+            Ok(mut b) => {
+                b.push(b'\n');
+                b
+            }
+            Err(e) => {
+                rep.planted.push(skip(&l.path, &e.to_string()));
+                continue;
+            }
+        };
         let rel = Path::new(&l.path).join(format!("{CANARY_PREFIX}{run_id}.json"));
-        let real = host.path(&rel);
-        let res = write_new(&real, &canary, cleanup);
-        rep.planted.push(Planted {
-            location: l.path.clone(),
-            path: res.is_ok().then(|| rel.to_string_lossy().into_owned()),
-            error: res.err(),
+        jobs.push(Job {
+            real: host.path(&rel),
+            location: l.path,
+            rel,
+            body,
         });
+    }
+    let mut pending: Vec<String> = jobs.iter().map(|j| j.location.clone()).collect();
+    let (tx, rx) = mpsc::channel();
+    // A few writers share the queue, so one hung location holds up one
+    // writer, not every location after it.
+    let queue = Arc::new(Mutex::new(VecDeque::from(jobs)));
+    for i in 0..PLANT_WRITERS.min(pending.len()) {
+        let (host, cleanup, queue, tx) = (host.clone(), cleanup.clone(), queue.clone(), tx.clone());
+        let started = std::thread::Builder::new()
+            .name(format!("canary-plant-{i}"))
+            .spawn(move || loop {
+                let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+                let Some(j) = next else { return };
+                let out = if host
+                    .access(&j.location, nix::unistd::AccessFlags::W_OK)
+                    .is_err()
+                {
+                    Outcome::Skipped(skip(&j.location, "not writable"))
+                } else {
+                    let res = write_new(&j.real, &j.body, &cleanup);
+                    Outcome::Planted(Planted {
+                        location: j.location.clone(),
+                        path: res.is_ok().then(|| j.rel.to_string_lossy().into_owned()),
+                        error: res.err(),
+                    })
+                };
+                if tx.send(out).is_err() {
+                    return;
+                }
+            });
+        if let Err(e) = started {
+            // The writers already started take the whole queue.
+            if i == 0 {
+                for l in pending.drain(..) {
+                    rep.planted
+                        .push(skip(&l, &format!("cannot start the planting thread: {e}")));
+                }
+            }
+            break;
+        }
+    }
+    drop(tx);
+    let mut why = "not finished before the deadline (--timeout): its mount may be hung; a canary left half-written there was removed";
+    while !pending.is_empty() {
+        let left = host.deadline().saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(Outcome::Planted(p)) => {
+                pending.retain(|l| *l != p.location);
+                rep.planted.push(p);
+            }
+            Ok(Outcome::Skipped(p)) => {
+                pending.retain(|l| *l != p.location);
+                rep.skipped.push(p);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => break,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                why = "not tried: the planting threads stopped";
+                break;
+            }
+        }
+    }
+    for l in pending {
+        rep.skipped.push(skip(&l, why));
+        rep.incomplete = true;
     }
     rep
 }
 
-fn write_new(path: &Path, canary: &Canary, cleanup: &Cleanup) -> Result<(), String> {
-    let body = serde_json::to_vec_pretty(canary).map_err(|e| e.to_string())?;
+fn write_new(path: &Path, body: &[u8], cleanup: &Cleanup) -> Result<(), String> {
     let created = cleanup.create(path, || {
         OpenOptions::new()
             .write(true)
@@ -389,10 +491,7 @@ fn write_new(path: &Path, canary: &Canary, cleanup: &Cleanup) -> Result<(), Stri
         }
         Some(Err(e)) => return Err(e.to_string()),
     };
-    let written = file
-        .write_all(&body)
-        .and_then(|_| file.write_all(b"\n"))
-        .and_then(|_| file.sync_all());
+    let written = file.write_all(body).and_then(|_| file.sync_all());
     drop(file);
     cleanup.forget(path);
     written.map_err(|e| {

@@ -38,6 +38,12 @@ pub fn text(r: &PlantReport) -> String {
     if r.planted.is_empty() {
         let _ = writeln!(o, "  no writable persistent location: nothing planted");
     }
+    if r.incomplete {
+        let _ = writeln!(
+            o,
+            "  incomplete: a location could not be tried (see skipped); a later run cannot vouch for it"
+        );
+    }
     o
 }
 

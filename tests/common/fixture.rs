@@ -46,6 +46,26 @@ pub const PRIVATE_NS: &[(&str, u64)] = &[
 ];
 
 impl Fixture {
+    /// A container tree with `n` writable host mounts at `/{base}/{tag}N`:
+    /// enough of them that writing into each takes long enough to be
+    /// interrupted, or cut by a deadline.
+    pub fn many_mounts(name: &str, base: &str, tag: &str, n: usize) -> Fixture {
+        let lines: Vec<String> = (0..n)
+            .map(|i| {
+                format!(
+                    "{} 80 254:0 /srv/{tag}{i} /{base}/{tag}{i} rw,relatime - ext4 /dev/vda rw",
+                    200 + i
+                )
+            })
+            .collect();
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let f = Fixture::container(name, &mountinfo_with(&refs), &data("plain.status"));
+        for i in 0..n {
+            f.dir(&format!("{base}/{tag}{i}"));
+        }
+        f
+    }
+
     /// An empty tree.
     pub fn bare(name: &str) -> Fixture {
         let dir = std::env::temp_dir().join(format!(

@@ -8,7 +8,7 @@ use std::io::{self, Read};
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nix::unistd::AccessFlags;
@@ -131,80 +131,121 @@ pub fn os_path(bytes: Vec<u8>) -> PathBuf {
     PathBuf::from(OsString::from_vec(bytes))
 }
 
-/// Files that `--write-test` and `canary plant` create, so that a signal or
-/// an expired deadline still removes them.
+/// Files that `--write-test`, `canary plant` and the report writer create,
+/// so that a signal or an expired deadline still removes them.
 ///
-/// A file is created and registered in one step under the lock: registering
-/// first would let a signal arriving before the create remove a file of that
-/// name that is not ours, and a create landing just after the cleanup pass
-/// would be left behind half written.
+/// A path is registered only once its exclusive create succeeded:
+/// registering first would let a cleanup pass remove a file of that name
+/// that is not ours. A cleanup pass waits (bounded) for creates in flight,
+/// and a create that finishes after the pass removes its own file, so none
+/// is left behind half written. The lock is never held across a system call
+/// on the probed filesystem: one hung mount must not stall the others.
 #[derive(Debug, Default)]
 pub struct Cleanup {
     state: Mutex<CleanupState>,
+    settled: Condvar,
 }
 
 #[derive(Debug, Default)]
 struct CleanupState {
     stopping: bool,
+    in_flight: usize,
     paths: Vec<PathBuf>,
 }
 
-/// How long a cleanup pass waits for a create in flight (on a slow or hung
-/// filesystem) before it gives up and lets the process exit anyway.
+/// How long a cleanup pass waits for creates in flight and for its own
+/// removals (on a slow or hung filesystem) before it lets the process exit.
 const CLEANUP_WAIT: Duration = Duration::from_secs(2);
 
 impl Cleanup {
+    fn lock(&self) -> std::sync::MutexGuard<'_, CleanupState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Runs `create`, which must create `path` exclusively, and registers
     /// `path` if it succeeded. Returns None once shutdown has begun, so no
-    /// new file appears after the cleanup pass.
+    /// new file outlives the cleanup pass.
     pub fn create<T>(
         &self,
         path: &Path,
         create: impl FnOnce() -> io::Result<T>,
     ) -> Option<io::Result<T>> {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if st.stopping {
-            return None;
+        {
+            let mut st = self.lock();
+            if st.stopping {
+                return None;
+            }
+            st.in_flight += 1;
         }
         let res = create();
-        if res.is_ok() {
-            st.paths.push(path.to_path_buf());
+        let mut st = self.lock();
+        st.in_flight -= 1;
+        self.settled.notify_all();
+        match res {
+            Ok(made) if st.stopping => {
+                // The cleanup pass ran while this create was in flight: the
+                // file is ours and unfinished, so it goes now.
+                drop(st);
+                drop(made);
+                let _ = std::fs::remove_file(path);
+                None
+            }
+            Ok(made) => {
+                st.paths.push(path.to_path_buf());
+                Some(Ok(made))
+            }
+            Err(e) => Some(Err(e)),
         }
-        Some(res)
     }
 
     /// Drops `path` from the list once it is finished (or removed by us).
     pub fn forget(&self, path: &Path) {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        st.paths.retain(|p| p != path);
+        self.lock().paths.retain(|p| p != path);
     }
 
-    /// Removes everything still registered and refuses new registrations.
-    /// Waits at most CLEANUP_WAIT for a create in flight; past that the
-    /// create is stuck in the kernel and the caller's exit must not be.
-    pub fn remove_all(&self) -> Vec<(PathBuf, io::Result<()>)> {
+    /// Removes everything still registered and refuses new registrations;
+    /// returns how many files it removed. Bounded by CLEANUP_WAIT in all:
+    /// past that a create or removal is stuck in the kernel, and the
+    /// caller's exit must not be.
+    pub fn remove_all(&self) -> usize {
         let until = Instant::now() + CLEANUP_WAIT;
-        let mut st = loop {
-            match self.state.try_lock() {
-                Ok(g) => break g,
-                Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) if Instant::now() < until => {
-                    std::thread::sleep(Duration::from_millis(1))
-                }
-                Err(std::sync::TryLockError::WouldBlock) => return Vec::new(),
-            }
-        };
+        let mut st = self.lock();
         st.stopping = true;
-        st.paths
-            .drain(..)
-            .map(|p| {
-                let r = match std::fs::remove_file(&p) {
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-                    r => r,
-                };
-                (p, r)
-            })
-            .collect()
+        let (mut st, _) = self
+            .settled
+            .wait_timeout_while(st, CLEANUP_WAIT, |s| s.in_flight > 0)
+            .unwrap_or_else(|e| e.into_inner());
+        let paths: Vec<PathBuf> = st.paths.drain(..).collect();
+        drop(st);
+        if paths.is_empty() {
+            return 0;
+        }
+        fn remove(paths: &[PathBuf]) -> usize {
+            paths
+                .iter()
+                .filter(|p| match std::fs::remove_file(p) {
+                    Ok(()) => true,
+                    Err(e) => e.kind() == io::ErrorKind::NotFound,
+                })
+                .count()
+        }
+        // On a thread of its own, so a removal stuck on a hung mount costs
+        // the wait, not the exit.
+        let paths = std::sync::Arc::new(paths);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let theirs = paths.clone();
+        let spawned = std::thread::Builder::new()
+            .name("cleanup".into())
+            .spawn(move || {
+                let _ = tx.send(remove(&theirs));
+            });
+        match spawned {
+            Ok(_) => rx
+                .recv_timeout(until.saturating_duration_since(Instant::now()))
+                .unwrap_or(0),
+            // No thread to spare (a pids limit): remove them here.
+            Err(_) => remove(&paths),
+        }
     }
 }
 
@@ -449,8 +490,45 @@ mod tests {
         let c = Cleanup::default();
         let r = c.create(&theirs, || create_new(&theirs)).unwrap();
         assert_eq!(r.unwrap_err().kind(), io::ErrorKind::AlreadyExists);
-        assert!(c.remove_all().is_empty());
+        assert_eq!(c.remove_all(), 0);
         assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "theirs");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_create_in_flight_neither_blocks_others_nor_outlives_the_cleanup_pass() {
+        use std::sync::{mpsc, Arc};
+        let d = cleanup_dir("flight");
+        let (slow, quick) = (d.join("slow"), d.join("quick"));
+        let c = Arc::new(Cleanup::default());
+        let (started_tx, started_rx) = mpsc::channel();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let (c2, slow2) = (c.clone(), slow.clone());
+        let creator = std::thread::spawn(move || {
+            c2.create(&slow2, || {
+                started_tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+                create_new(&slow2)
+            })
+            .is_none()
+        });
+        started_rx.recv().unwrap();
+        // A create stuck on one mount does not hold up one elsewhere.
+        c.create(&quick, || create_new(&quick)).unwrap().unwrap();
+        let c3 = c.clone();
+        let pass = std::thread::spawn(move || c3.remove_all());
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            !pass.is_finished(),
+            "the pass waits for the create in flight"
+        );
+        go_tx.send(()).unwrap();
+        assert!(
+            creator.join().unwrap(),
+            "the late create is told the run is stopping"
+        );
+        assert_eq!(pass.join().unwrap(), 1, "the quick file");
+        assert!(!slow.exists() && !quick.exists());
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -462,8 +540,7 @@ mod tests {
         c.create(&ours, || create_new(&ours)).unwrap().unwrap();
         c.create(&done, || create_new(&done)).unwrap().unwrap();
         c.forget(&done);
-        let removed = c.remove_all();
-        assert_eq!(removed.len(), 1);
+        assert_eq!(c.remove_all(), 1);
         assert!(!ours.exists() && done.exists());
         assert!(c.create(&late, || create_new(&late)).is_none());
         assert!(!late.exists(), "nothing is created once stopping");

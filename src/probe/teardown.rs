@@ -325,9 +325,9 @@ enum Outcome {
 
 /// Writes one canary into each writable persistent location, through
 /// `cleanup` (so an interrupted plant leaves no half-written canary). The
-/// writes run on a thread of their own and are waited for until the run's
-/// deadline only: a mount that hangs after it was inspected cannot hold the
-/// command past --timeout.
+/// writes run on a few threads of their own and are waited for until the
+/// run's deadline only: a mount that hangs (volumes are not inspected by the
+/// mount probe) cannot hold the command past --timeout.
 pub fn plant(
     host: &Host,
     mounts: &MountFacts,

@@ -179,15 +179,16 @@ impl Cleanup {
         }
         let res = create();
         let mut st = self.lock();
-        st.in_flight -= 1;
-        self.settled.notify_all();
-        match res {
+        let out = match res {
             Ok(made) if st.stopping => {
                 // The cleanup pass ran while this create was in flight: the
-                // file is ours and unfinished, so it goes now.
+                // file is ours and unfinished, so it goes now, and only then
+                // does this create stop counting as in flight (the pass may
+                // be about to exit the process).
                 drop(st);
                 drop(made);
                 let _ = std::fs::remove_file(path);
+                st = self.lock();
                 None
             }
             Ok(made) => {
@@ -195,7 +196,10 @@ impl Cleanup {
                 Some(Ok(made))
             }
             Err(e) => Some(Err(e)),
-        }
+        };
+        st.in_flight -= 1;
+        self.settled.notify_all();
+        out
     }
 
     /// Drops `path` from the list once it is finished (or removed by us).

@@ -71,7 +71,7 @@ fn dispositions(cmd: &mut Command, ignored: Option<Signal>) -> &mut Command {
 }
 
 /// Runs `cmd` (output discarded), sends `sig` once `ready` says so, and
-/// waits: the exit after a signal must be prompt.
+/// waits. A signal the child heard must end it promptly.
 fn signal_when(cmd: &mut Command, sig: Signal, ready: impl Fn() -> bool) -> ExitStatus {
     let mut child = cmd
         .stdout(Stdio::null())
@@ -89,10 +89,12 @@ fn signal_when(cmd: &mut Command, sig: Signal, ready: impl Fn() -> bool) -> Exit
     let _ = kill(Pid::from_raw(child.id() as i32), sig);
     let signalled = Instant::now();
     let status = child.wait().unwrap();
-    assert!(
-        signalled.elapsed() < Duration::from_secs(5),
-        "exit after a signal is prompt"
-    );
+    if status.code() == Some(128 + sig as i32) {
+        assert!(
+            signalled.elapsed() < Duration::from_secs(5),
+            "exit after a signal is prompt"
+        );
+    }
     status
 }
 
@@ -164,14 +166,17 @@ fn interrupted_canary_plants_leave_only_whole_canaries() {
     let (mut interrupted, mut whole_seen) = (0, 0);
     for round in 0..30u64 {
         let sig = round_signal(round);
-        // Planting 400 canaries takes ~250 ms here: spread over all of it.
+        // Spread the signal over the plant by when it lands, not by a clock
+        // (the writers' speed varies with the machine and its load): once the
+        // canary in /data/v{k} is down, for k from 0 to 390.
+        let marker = f.dir.join(format!("data/v{}", round * 13 + round / 3));
         let status = signal_when(
             dispositions(&mut Command::new(BIN), None)
                 .args(["canary", "plant", "--root"])
                 .arg(&f.dir)
                 .args(["--workspace", "/workspace"]),
             sig,
-            after(Duration::from_micros(1000 + round * 8000)),
+            || !named(&marker, ".selfprobe-canary-").is_empty(),
         );
         if status.code() == Some(128 + sig as i32) {
             interrupted += 1;
@@ -195,13 +200,13 @@ fn interrupted_canary_plants_leave_only_whole_canaries() {
     );
 }
 
-/// Runs `canary plant` over 400 writable mounts with `ignored` set to SIG_IGN
+/// Runs `canary plant` over the writable mounts of `f` with `ignored` set to SIG_IGN
 /// by the parent (as `nohup` does for SIGHUP, and a shell for a background
 /// job's SIGINT), sends it `sent` after the first canary, and returns how it exited and how
 /// many whole canaries it left.
 fn plant_with_ignored(f: &Fixture, ignored: Option<Signal>, sent: Signal) -> (Option<i32>, usize) {
     // Signal once the first canary is down: the handler is in place by then
-    // and 399 are still to come, however fast the machine.
+    // and most are still to come, however fast the machine.
     let first = f.dir.join("data/v0");
     let status = signal_when(
         dispositions(&mut Command::new(BIN), ignored)
@@ -222,19 +227,19 @@ fn plant_with_ignored(f: &Fixture, ignored: Option<Signal>, sent: Signal) -> (Op
 
 #[test]
 fn a_signal_the_caller_ignores_stays_ignored() {
-    let f = Fixture::many_mounts("ignored", "data", "v", 400);
+    // Enough locations that the plant is still going when the signal lands,
+    // even with four writers on a fast machine.
+    let n = 2000;
+    let f = Fixture::many_mounts("ignored", "data", "v", n);
     // Control: heard, SIGHUP stops the run part-way.
     let (code, whole) = plant_with_ignored(&f, None, Signal::SIGHUP);
     assert_eq!(code, Some(128 + Signal::SIGHUP as i32));
-    assert!(
-        whole < 400,
-        "the run was stopped part-way ({whole} canaries)"
-    );
+    assert!(whole < n, "the run was stopped part-way ({whole} canaries)");
     // Under nohup the same hangup changes nothing: every canary is planted.
     for sig in [Signal::SIGHUP, Signal::SIGINT] {
         let (code, whole) = plant_with_ignored(&f, Some(sig), sig);
         assert_eq!(code, Some(0), "{sig:?} was ignored by the caller");
-        assert_eq!(whole, 400, "{sig:?}: the run went on to the end");
+        assert_eq!(whole, n, "{sig:?}: the run went on to the end");
     }
     // What the caller did not ignore still stops it.
     let (code, _) = plant_with_ignored(&f, Some(Signal::SIGHUP), Signal::SIGTERM);

@@ -47,6 +47,21 @@ fn main() -> ExitCode {
     ExitCode::from(code as u8)
 }
 
+/// The files this run creates and a signal removes, in two lists: the
+/// probes' (write-test files, canaries) is closed when the probes end, so a
+/// probe cut off by the deadline cannot create a file after that; the
+/// report files are written later.
+fn cleanup_on_signal() -> Option<(Arc<Cleanup>, Arc<Cleanup>)> {
+    let (probes, outputs) = (Arc::new(Cleanup::default()), Arc::new(Cleanup::default()));
+    match host::remove_on_signal(vec![probes.clone(), outputs.clone()]) {
+        Ok(()) => Some((probes, outputs)),
+        Err(e) => {
+            eprintln!("selfprobe: {e}");
+            None
+        }
+    }
+}
+
 /// Writes to `output` whole or not at all (see host::write_whole), else to
 /// standard output.
 fn write_out(output: Option<&std::path::Path>, text: &str, files: &Cleanup) -> Result<(), String> {
@@ -83,15 +98,9 @@ fn plant(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> i32 {
             return EXIT_USAGE;
         }
     };
-    // Two lists: the probes' is closed when the probes end, so a probe cut
-    // off by the deadline cannot create a file after that; the report files
-    // are written later.
-    let cleanup = Arc::new(Cleanup::default());
-    let outputs = Arc::new(Cleanup::default());
-    if let Err(e) = host::remove_on_signal(vec![cleanup.clone(), outputs.clone()]) {
-        eprintln!("selfprobe: {e}");
+    let Some((cleanup, outputs)) = cleanup_on_signal() else {
         return EXIT_PROBE_FAILED;
-    }
+    };
     let (format, output) = (cfg.format, cfg.output.clone());
     let rep = match selfprobe::run::plant(cfg, cleanup, &signer) {
         Ok(r) => r,
@@ -147,15 +156,9 @@ fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> i32 {
             s.keyid()
         );
     }
-    // Two lists: the probes' is closed when the probes end, so a probe cut
-    // off by the deadline cannot create a file after that; the report files
-    // are written later.
-    let cleanup = Arc::new(Cleanup::default());
-    let outputs = Arc::new(Cleanup::default());
-    if let Err(e) = host::remove_on_signal(vec![cleanup.clone(), outputs.clone()]) {
-        eprintln!("selfprobe: {e}");
+    let Some((cleanup, outputs)) = cleanup_on_signal() else {
         return EXIT_PROBE_FAILED;
-    }
+    };
     let format = cfg.format;
     let output = cfg.output.clone();
     let attest_path = cfg.attest.clone();

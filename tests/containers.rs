@@ -319,18 +319,10 @@ fn clean_workspace() {
         return;
     };
     let ws = TempPath::dir("ws").unwrap();
+    let v = vol(&ws, "/workspace");
     let r = probe(
         img,
-        &[
-            "--read-only",
-            "--cap-drop=all",
-            "--user",
-            "1000:1000",
-            "--network",
-            "none",
-            "-v",
-            &vol(&ws, "/workspace"),
-        ],
+        &[CLEAN, &["-v", &v]].concat(),
         &["--workspace", "/workspace"],
     );
     let mut c = r.check();

@@ -89,15 +89,6 @@ fn pinned_workspace(img: &str) -> TempPath {
     ws
 }
 
-const CLEAN: &[&str] = &[
-    "--read-only",
-    "--cap-drop=all",
-    "--user",
-    "1000:1000",
-    "--network",
-    "none",
-];
-
 #[test]
 fn clean_container_scores_two_on_every_control_it_assesses() {
     let Some(img) = setup("clean_container_scores_two_on_every_control_it_assesses") else {

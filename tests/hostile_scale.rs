@@ -402,16 +402,7 @@ fn a_million_entries_on_the_host_and_in_a_container() {
         let vol = format!("{}:/workspace", ws.display());
         let run = podman::probe(
             img,
-            &[
-                "--read-only",
-                "--cap-drop=all",
-                "--user",
-                "1000:1000",
-                "--network",
-                "none",
-                "-v",
-                &vol,
-            ],
+            &[podman::CLEAN, &["-v", &vol]].concat(),
             &["--workspace", "/workspace"],
         );
         judge(

@@ -4,8 +4,6 @@
 
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use nix::unistd::AccessFlags;
@@ -338,8 +336,6 @@ fn home_of(root: &str) -> Option<(&str, Option<&str>)> {
     None
 }
 
-/// Collects mountinfo and looks at each host-derived mount point. `workspace`
-/// is where the workspace should be, with where that came from.
 /// How long a host mount may take to answer lstat(2) and a few lookups. A
 /// healthy one answers in microseconds; a hung FUSE or NFS mount never does,
 /// and must not cost the mount table that every later probe needs.
@@ -351,45 +347,18 @@ const INSPECT_WORKERS: usize = 4;
 /// Inspects every mount point in `points` on worker threads, until
 /// `deadline`. `None` marks one that did not answer in time.
 fn inspect_all(host: &Host, points: Vec<PathBuf>, deadline: Instant) -> Vec<Option<Contents>> {
-    let n = points.len();
-    let mut out: Vec<Option<Contents>> = vec![None; n];
-    if n == 0 {
-        return out;
-    }
-    let points = Arc::new(points);
-    let next = Arc::new(AtomicUsize::new(0));
-    let (tx, rx) = mpsc::channel();
-    let mut started = 0;
-    for _ in 0..INSPECT_WORKERS.min(n) {
-        let (points, next, tx, host) = (points.clone(), next.clone(), tx.clone(), host.clone());
-        let spawned = std::thread::Builder::new()
-            .name("mount-inspect".into())
-            .spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= points.len() || tx.send((i, inspect(&host, &points[i], true))).is_err() {
-                    break;
-                }
-            });
-        started += usize::from(spawned.is_ok());
-    }
-    drop(tx);
-    if started == 0 {
-        // No thread to spare: inspect inline, unbounded, as before.
-        for (i, p) in points.iter().enumerate() {
-            out[i] = Some(inspect(host, p, true));
-        }
-        return out;
-    }
-    for _ in 0..n {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok((i, c)) => out[i] = Some(c),
-            Err(_) => break,
-        }
-    }
-    out
+    let host = host.clone();
+    super::map_until(
+        "mount-inspect",
+        points,
+        INSPECT_WORKERS,
+        deadline,
+        move |p| inspect(&host, p, true),
+    )
 }
 
+/// Collects mountinfo and looks at each host-derived mount point. `workspace`
+/// is where the workspace should be, with where that came from.
 pub fn collect(
     host: &Host,
     workspace: Option<(PathBuf, String)>,

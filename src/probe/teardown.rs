@@ -2,12 +2,11 @@
 //! clearly named canary in each writable persistent location; a later run in
 //! a fresh workspace that finds one has proof that state leaked across runs.
 
-use std::collections::VecDeque;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -405,69 +404,44 @@ pub fn plant(
             body,
         });
     }
-    let mut pending: Vec<String> = jobs.iter().map(|j| j.location.clone()).collect();
-    let (tx, rx) = mpsc::channel();
     // A few writers share the queue, so one hung location holds up one
     // writer, not every location after it.
-    let queue = Arc::new(Mutex::new(VecDeque::from(jobs)));
-    for i in 0..PLANT_WRITERS.min(pending.len()) {
-        let (host, cleanup, queue, tx) = (host.clone(), cleanup.clone(), queue.clone(), tx.clone());
-        let started = std::thread::Builder::new()
-            .name(format!("canary-plant-{i}"))
-            .spawn(move || loop {
-                let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
-                let Some(j) = next else { return };
-                let out = if host
-                    .access(&j.location, nix::unistd::AccessFlags::W_OK)
-                    .is_err()
-                {
-                    Outcome::Skipped(skip(&j.location, "not writable"))
-                } else {
-                    let res = write_new(&j.real, &j.body, &cleanup);
-                    Outcome::Planted(Planted {
-                        location: j.location.clone(),
-                        path: res.is_ok().then(|| j.rel.to_string_lossy().into_owned()),
-                        error: res.err(),
-                    })
-                };
-                if tx.send(out).is_err() {
-                    return;
-                }
-            });
-        if let Err(e) = started {
-            // The writers already started take the whole queue.
-            if i == 0 {
-                for l in pending.drain(..) {
-                    rep.planted
-                        .push(skip(&l, &format!("cannot start the planting thread: {e}")));
-                }
+    let locations: Vec<String> = jobs.iter().map(|j| j.location.clone()).collect();
+    let (writer_host, writer_cleanup) = (host.clone(), cleanup.clone());
+    let outcomes = super::map_until(
+        "canary-plant",
+        jobs,
+        PLANT_WRITERS,
+        host.deadline(),
+        move |j: &Job| {
+            if writer_host
+                .access(&j.location, nix::unistd::AccessFlags::W_OK)
+                .is_err()
+            {
+                return Outcome::Skipped(skip(&j.location, "not writable"));
             }
-            break;
-        }
-    }
-    drop(tx);
-    let mut why = "not finished before the deadline (--timeout): its mount may be hung; a canary left half-written there was removed";
-    while !pending.is_empty() {
-        let left = host.deadline().saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(Outcome::Planted(p)) => {
-                pending.retain(|l| *l != p.location);
-                rep.planted.push(p);
-            }
-            Ok(Outcome::Skipped(p)) => {
-                pending.retain(|l| *l != p.location);
-                rep.skipped.push(p);
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => break,
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                why = "not tried: the planting threads stopped";
-                break;
+            let res = write_new(&j.real, &j.body, &writer_cleanup);
+            Outcome::Planted(Planted {
+                location: j.location.clone(),
+                path: res.is_ok().then(|| j.rel.to_string_lossy().into_owned()),
+                error: res.err(),
+            })
+        },
+    );
+    let why = if Instant::now() >= host.deadline() {
+        "not finished before the deadline (--timeout): its mount may be hung; a canary left half-written there was removed"
+    } else {
+        "not tried: the planting threads stopped"
+    };
+    for (location, outcome) in locations.iter().zip(outcomes) {
+        match outcome {
+            Some(Outcome::Planted(p)) => rep.planted.push(p),
+            Some(Outcome::Skipped(p)) => rep.skipped.push(p),
+            None => {
+                rep.skipped.push(skip(location, why));
+                rep.incomplete = true;
             }
         }
-    }
-    for l in pending {
-        rep.skipped.push(skip(&l, why));
-        rep.incomplete = true;
     }
     rep
 }

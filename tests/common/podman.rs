@@ -643,6 +643,17 @@ pub fn data_dir() -> TempPath {
     d
 }
 
+/// The podman flags of the clean workspace the acceptance tests compare
+/// against: read-only root, no capabilities, a non-root user, no network.
+pub const CLEAN: &[&str] = &[
+    "--read-only",
+    "--cap-drop=all",
+    "--user",
+    "1000:1000",
+    "--network",
+    "none",
+];
+
 pub fn vol(host: &TempPath, inside: &str) -> String {
     format!("{}:{inside}", host.arg())
 }

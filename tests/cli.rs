@@ -1,6 +1,8 @@
 //! The command line as a user meets it: usage errors, policy errors with
 //! file and line, explain and list-checks, output files and colour.
 
+mod common;
+
 use std::fs;
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -251,34 +253,32 @@ fn output_to_a_stream_is_written_through() {
 fn output_file_in_a_directory_that_refuses_new_files_is_written_in_place() {
     // A report file bind-mounted on its own: its directory takes no new
     // file, the file itself is writable. Modelled by a read-only directory
-    // and a non-root user, so only where the test can drop to one.
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!("SKIP: output_file_in_a_directory_that_refuses_new_files_is_written_in_place: needs root to run selfprobe as another user");
+    // and a non-root user, so only where the test can drop to one; it runs
+    // a copy of the binary in a place that user can reach.
+    let Some(place) = common::other_user::nobody(
+        "output_file_in_a_directory_that_refuses_new_files_is_written_in_place",
+    ) else {
         return;
-    }
+    };
     use std::os::unix::fs::{chown, PermissionsExt};
-    use std::os::unix::process::CommandExt;
-    let d = tmp("outro");
+    let d = place.subdir("outro");
     let dir = d.join("ro");
     fs::create_dir_all(&dir).unwrap();
     let out = dir.join("report.json");
     fs::write(&out, "old").unwrap();
-    chown(&out, Some(65534), Some(65534)).unwrap();
+    chown(&out, Some(place.uid), Some(place.uid)).unwrap();
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
-    fs::set_permissions(&d, fs::Permissions::from_mode(0o755)).unwrap();
-    let o = Command::new(BIN)
+    let o = place
+        .command()
         .args(["--format", "json", "--fail-on", "none", "-o"])
         .arg(&out)
         .arg("--root")
         .arg(&d)
-        .uid(65534)
-        .gid(65534)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(is_report(&fs::read(&out).unwrap()));
     assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
-    fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]

@@ -379,7 +379,21 @@ fn finish(bad: Vec<String>) {
 
 #[test]
 fn hostile_tree_as_a_fixture() {
-    let fx = common::fixture::Fixture::bare("hostile");
+    // The probe runs as nobody where it can, so the unreadable directory is
+    // unreadable (as root it would not be): then the tree and a copy of the
+    // binary live where nobody can reach them.
+    let place = if nix::unistd::geteuid().is_root() {
+        match common::other_user::nobody("hostile_tree_as_a_fixture") {
+            Some(p) => Some(p),
+            None => return,
+        }
+    } else {
+        None
+    };
+    let parent = place
+        .as_ref()
+        .map_or_else(std::env::temp_dir, |p| p.dir.clone());
+    let fx = common::fixture::Fixture::bare_in(&parent, "hostile");
     let mi = fs::read_to_string(format!("{DATA}/plain.mountinfo")).unwrap()
         + "84 80 254:0 /srv/app /workspace rw,relatime - ext4 /dev/vda rw\n";
     fx.file("proc/self/mountinfo", &mi);
@@ -395,20 +409,15 @@ fn hostile_tree_as_a_fixture() {
     fx.ns(common::fixture::PRIVATE_NS);
     fx.dir("dev");
     let _silent = build(&fx.path("workspace"), &fx.path("outside"));
-    // The probe runs as nobody where it can, so the unreadable directory is
-    // unreadable (as root it would not be); the binary is copied where
-    // nobody may execute it.
-    let as_nobody = nix::unistd::geteuid().is_root();
-    let bin = fx.path("bin/selfprobe");
-    fs::create_dir_all(bin.parent().unwrap()).unwrap();
-    fs::copy(BIN, &bin).unwrap();
-    fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(&fx.dir, fs::Permissions::from_mode(0o755)).unwrap();
 
     let before = tree_hash(&fx.dir);
     let mut runs = Vec::new();
     for fmt in ["json", "text", "sarif", "junit"] {
-        let mut cmd = Command::new(&bin);
+        let mut cmd = match &place {
+            Some(p) => p.command(),
+            None => Command::new(BIN),
+        };
         cmd.arg("--root")
             .arg(&fx.dir)
             .args([
@@ -423,9 +432,6 @@ fn hostile_tree_as_a_fixture() {
             .env("PATH", "/usr/bin:/bin")
             .env("SSH_AUTH_SOCK", "/workspace/agent.sock")
             .env("GITHUB_TOKEN", format!("ghp_{CANARY_ENV}"));
-        if as_nobody {
-            cmd.uid(65534).gid(65534);
-        }
         runs.push((fmt, run(cmd, format!("fixture --format {fmt}"))));
     }
     let mut bad = check_all(&runs, false);

@@ -843,23 +843,43 @@ fn homes_on_a_mounted_host_root_are_searched() {
 
 #[test]
 fn an_unreadable_workspace_is_not_assessed_rather_than_a_pet() {
-    let f = fixture("unreadable", &mountinfo(true, &[]));
+    // Root ignores the mode: as root, run the probe as nobody (a copy of
+    // the binary, and the tree, where nobody can reach them); as anyone
+    // else, the mode alone stops the owner too.
+    let root = nix::unistd::geteuid().is_root();
+    let place = if root {
+        match common::other_user::nobody(
+            "an_unreadable_workspace_is_not_assessed_rather_than_a_pet",
+        ) {
+            Some(p) => Some(p),
+            None => return,
+        }
+    } else {
+        None
+    };
+    let parent = place
+        .as_ref()
+        .map_or_else(std::env::temp_dir, |p| p.dir.clone());
+    let f = Fixture::container_in(
+        &parent,
+        "p45-unreadable",
+        &mountinfo(true, &[]),
+        &data("plain.status"),
+    );
+    f.dir("workspace");
     f.file("workspace/.devcontainer/devcontainer.json", "{}");
     fs::set_permissions(f.path("workspace"), fs::Permissions::from_mode(0o000)).unwrap();
-    // Root ignores the mode: as root, run the probe as nobody; as anyone
-    // else, the mode alone stops the owner too.
-    let mut cmd = Command::new(BIN);
+    let mut cmd = match &place {
+        Some(p) => p.command(),
+        None => Command::new(BIN),
+    };
     cmd.env_clear()
         .env("HOME", "/root")
         .env("PATH", "/usr/bin:/bin")
         .arg("--root")
         .arg(&f.dir)
         .args(["--format", "json", "--workspace", "/workspace"]);
-    if nix::unistd::geteuid().is_root() {
-        use std::os::unix::process::CommandExt;
-        cmd.uid(65534).gid(65534);
-        fs::set_permissions(&f.dir, fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    fs::set_permissions(&f.dir, fs::Permissions::from_mode(0o755)).unwrap();
     let r = Run::from(cmd.output().unwrap());
     fs::set_permissions(f.path("workspace"), fs::Permissions::from_mode(0o755)).unwrap();
     let img = r.find("repro.image-unpinned", "image");

@@ -6,6 +6,8 @@
 //!
 //! One test per binary, so nothing else runs beside the measured child.
 
+mod common;
+
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::{symlink, PermissionsExt};
@@ -150,9 +152,25 @@ fn has(m: &Measured, code: &str, subject: &str) -> bool {
 
 #[test]
 fn hostile_trees_finish_inside_their_budget() {
-    let root = PathBuf::from(format!("/tmp/sps-hostile-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
-    fs::create_dir_all(&root).unwrap();
+    // As root the probe runs as nobody: the tree and a copy of the binary
+    // then live where nobody can reach them.
+    let place = if nix::unistd::geteuid().is_root() {
+        match common::other_user::nobody("hostile_tree") {
+            Some(p) => Some(p),
+            None => return,
+        }
+    } else {
+        None
+    };
+    let root = match &place {
+        Some(p) => p.subdir("tree"),
+        None => {
+            let r = PathBuf::from(format!("/tmp/sps-hostile-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&r);
+            fs::create_dir_all(&r).unwrap();
+            r
+        }
+    };
     let tree = Tree(root.clone());
     let f = |rel: &str, content: &str| {
         let p = root.join(rel);
@@ -204,7 +222,7 @@ fn hostile_trees_finish_inside_their_budget() {
         built.elapsed()
     );
 
-    let uid = nix::unistd::geteuid().is_root().then_some(65534);
+    let uid = place.as_ref().map(|p| p.uid);
     let bin = root.join("bin/selfprobe");
     fs::create_dir_all(root.join("bin")).unwrap();
     fs::copy(BIN, &bin).unwrap();

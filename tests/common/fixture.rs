@@ -68,7 +68,13 @@ impl Fixture {
 
     /// An empty tree.
     pub fn bare(name: &str) -> Fixture {
-        let dir = std::env::temp_dir().join(format!(
+        Fixture::bare_in(&std::env::temp_dir(), name)
+    }
+
+    /// An empty tree under `parent` (an other_user::Place, for a tree
+    /// another uid must read).
+    pub fn bare_in(parent: &Path, name: &str) -> Fixture {
+        let dir = parent.join(format!(
             "selfprobe-fx-{name}-{}-{}",
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::SeqCst)
@@ -81,7 +87,12 @@ impl Fixture {
     /// A tree that looks like a plain podman container: the captured
     /// status, private namespaces, lo and eth0, an empty /dev.
     pub fn container(name: &str, mountinfo: &str, status: &str) -> Fixture {
-        let f = Fixture::bare(name);
+        Fixture::container_in(&std::env::temp_dir(), name, mountinfo, status)
+    }
+
+    /// As `container`, under `parent`.
+    pub fn container_in(parent: &Path, name: &str, mountinfo: &str, status: &str) -> Fixture {
+        let f = Fixture::bare_in(parent, name);
         f.file("proc/self/mountinfo", mountinfo);
         f.file("proc/self/status", status);
         f.file("proc/self/uid_map", "         0          0 4294967295\n");

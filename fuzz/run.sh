@@ -10,7 +10,7 @@
 #   FUZZ_ARGS='-dict=x' fuzz/run.sh   # more libFuzzer flags (the last one of a name wins)
 #
 # Not part of `cargo test`: a crash found here becomes an input under
-# tests/data/fuzz/<target>/, which tests/fuzz_regressions.rs replays.
+# tests/data/fuzz/<target>/, which tests/it/fuzz_regressions.rs replays.
 set -u
 
 secs=${1:-60}

@@ -1,5 +1,5 @@
 //! The bodies of the fuzz targets. They live in one library so that
-//! tests/fuzz_regressions.rs (which includes this file as a module) runs the
+//! tests/it/fuzz_regressions.rs (which includes this file as a module) runs the
 //! very same parsers and invariants over the seeds and every crash ever found,
 //! in CI, where nothing is fuzzed.
 //!

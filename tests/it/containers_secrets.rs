@@ -9,14 +9,12 @@
 //! ssh-agent, ssh-add) for the key and agent cases. Network rule: nothing
 //! here sends traffic anywhere; the agent is a unix socket of our own.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::canary::{b64, now, random, ALNUM, UPPER};
-use common::podman::*;
+use crate::common::canary::{b64, now, random, ALNUM, UPPER};
+use crate::common::podman::*;
 use serde_json::Value;
 
 /// Canaries: a name and the distinctive part (never the rule's prefix).

@@ -7,8 +7,6 @@
 //! destinations (metadata, public egress) are only ever tried through
 //! `--net-redirect` to loopback servers.
 
-mod common;
-
 use std::fs;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -16,7 +14,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::netserve::*;
+use crate::common::netserve::*;
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_selfprobe");
@@ -360,7 +358,10 @@ fn open_port_on_a_deny_entry_is_denied_reachable_and_exits_1() {
 #[test]
 fn a_drop_rule_in_a_namespace_of_our_own_is_a_timeout() {
     if let Some(why) = netns_missing() {
-        common::podman::skip_or_fail("a_drop_rule_in_a_namespace_of_our_own_is_a_timeout", &why);
+        crate::common::podman::skip_or_fail(
+            "a_drop_rule_in_a_namespace_of_our_own_is_a_timeout",
+            &why,
+        );
         return;
     }
     let ns = NetNs::new();
@@ -402,7 +403,7 @@ fn a_drop_rule_in_a_namespace_of_our_own_is_a_timeout() {
 #[test]
 fn a_hundred_timeouts_of_1s_finish_the_phase_in_under_2s() {
     if let Some(why) = netns_missing() {
-        common::podman::skip_or_fail(
+        crate::common::podman::skip_or_fail(
             "a_hundred_timeouts_of_1s_finish_the_phase_in_under_2s",
             &why,
         );

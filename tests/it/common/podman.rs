@@ -96,7 +96,7 @@ pub fn skip_or_fail(test: &str, why: &str) {
 /// binary under this test binary.
 pub fn build_image() -> Result<String, String> {
     let ctx = TempPath::dir("build")?;
-    let bin = env!("CARGO_BIN_EXE_selfprobe");
+    let bin = super::shipped::bin_str();
     std::fs::copy(bin, ctx.path.join("selfprobe")).map_err(|e| format!("copy {bin}: {e}"))?;
     std::fs::copy("/bin/busybox", ctx.path.join("busybox"))
         .map_err(|e| format!("copy /bin/busybox: {e}"))?;

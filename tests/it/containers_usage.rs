@@ -3,16 +3,12 @@
 //! postCreateCommand brought up by the Dev Containers CLI, and the CI step
 //! from the README run inside a build container.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::podman::*;
+use crate::common::podman::*;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-
-const BIN: &str = env!("CARGO_BIN_EXE_selfprobe");
 
 /// A detached container removed on drop, pass or fail.
 struct Running(String);
@@ -56,7 +52,11 @@ fn cp_then_exec_into_a_running_container() {
     };
     let ctr = Running::start(img, &[]);
     let cp = podman()
-        .args(["cp", BIN, &format!("{}:/tmp/selfprobe", ctr.0)])
+        .args([
+            "cp",
+            crate::common::shipped::bin_str(),
+            &format!("{}:/tmp/selfprobe", ctr.0),
+        ])
         .output()
         .unwrap();
     assert!(
@@ -77,7 +77,7 @@ fn cp_then_exec_into_a_running_container() {
     assert_eq!(json["summary"]["exit_code"], 1);
     assert_eq!(
         json["tool"]["sha256"],
-        sha256_file(Path::new(BIN)),
+        sha256_file(Path::new(crate::common::shipped::bin_str())),
         "the report names the binary that ran"
     );
     assert!(json["findings"]

@@ -8,10 +8,8 @@
 //! the test's own, bound inside that namespace. Every run also passes
 //! `--net-loopback-only`.
 
-mod common;
-
-use common::netserve::*;
-use common::podman::*;
+use crate::common::netserve::*;
+use crate::common::podman::*;
 use serde_json::Value;
 
 /// The outcomes a destination may have; "error" is not among them.

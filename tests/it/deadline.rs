@@ -9,17 +9,15 @@
 //! probe.incomplete for every probe that did not finish, exit 3, and then
 //! exit even though threads are still blocked on the mount.
 
-mod common;
-
 use std::fs;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::fixture::{Fixture, BIN, DATA};
-use common::podman::{ci, is_root, run_bounded, TempPath};
-use common::tree::tree_hash;
+use crate::common::fixture::{Fixture, BIN, DATA};
+use crate::common::podman::{ci, is_root, run_bounded, TempPath};
+use crate::common::tree::tree_hash;
 use nix::fcntl::{open, OFlag};
 use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
@@ -119,7 +117,7 @@ fn hung_run(test: &str, args: &[&str]) -> Option<Hung> {
     }
     let mi = fs::read_to_string(format!("{DATA}/plain.mountinfo")).unwrap()
         + "84 80 254:0 /srv/app /workspace rw,relatime - ext4 /dev/vda rw\n";
-    let fx = Fixture::container("hung", &mi, &common::fixture::data("plain.status"));
+    let fx = Fixture::container("hung", &mi, &crate::common::fixture::data("plain.status"));
     fx.dir("workspace");
     let out = TempPath::file("deadline", ".json");
     let before = tree_hash(&fx.dir);
@@ -336,7 +334,11 @@ fn canary_plant_over_a_hung_mount_is_bounded_and_says_so() {
         let mi = fs::read_to_string(format!("{DATA}/plain.mountinfo")).unwrap()
             + &format!("84 80 254:0 {root} /data rw,relatime - ext4 /dev/vda rw\n")
             + "85 80 254:0 /srv/cache /cache rw,relatime - ext4 /dev/vda rw\n";
-        let fx = Fixture::container("hung-plant", &mi, &common::fixture::data("plain.status"));
+        let fx = Fixture::container(
+            "hung-plant",
+            &mi,
+            &crate::common::fixture::data("plain.status"),
+        );
         fx.dir("data");
         fx.dir("cache");
         let out = TempPath::file("deadline-plant", ".json");

@@ -6,8 +6,6 @@
 //!
 //! One test per binary, so nothing else runs beside the measured child.
 
-mod common;
-
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::{symlink, PermissionsExt};
@@ -155,7 +153,7 @@ fn hostile_trees_finish_inside_their_budget() {
     // As root the probe runs as nobody: the tree and a copy of the binary
     // then live where nobody can reach them.
     let place = if nix::unistd::geteuid().is_root() {
-        match common::other_user::nobody("hostile_tree") {
+        match crate::common::other_user::nobody("hostile_tree") {
             Some(p) => Some(p),
             None => return,
         }

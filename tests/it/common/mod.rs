@@ -5,4 +5,5 @@ pub mod netserve;
 pub mod other_user;
 pub mod podman;
 pub mod report;
+pub mod shipped;
 pub mod tree;

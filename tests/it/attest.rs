@@ -26,9 +26,7 @@ use base64ct::{Base64, Encoding};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-mod common;
-
-use common::keys::{assert_no_leak, hex, leak_patterns};
+use crate::common::keys::{assert_no_leak, hex, leak_patterns};
 
 const BIN: &str = env!("CARGO_BIN_EXE_selfprobe");
 

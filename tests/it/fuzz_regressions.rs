@@ -3,7 +3,7 @@
 //! (tests/data/fuzz/<target>/). CI never fuzzes; this keeps the targets
 //! compiling and the crashes fixed.
 
-#[path = "../fuzz/src/lib.rs"]
+#[path = "../../fuzz/src/lib.rs"]
 #[allow(dead_code)]
 mod harness;
 

@@ -1,14 +1,12 @@
 //! The command line as a user meets it: usage errors, policy errors with
 //! file and line, explain and list-checks, output files and colour.
 
-mod common;
-
 use std::fs;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_selfprobe");
-const CODES: &str = include_str!("../probes/codes.toml");
+const CODES: &str = include_str!("../../probes/codes.toml");
 
 fn run(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()
@@ -255,7 +253,7 @@ fn output_file_in_a_directory_that_refuses_new_files_is_written_in_place() {
     // file, the file itself is writable. Modelled by a read-only directory
     // and a non-root user, so only where the test can drop to one; it runs
     // a copy of the binary in a place that user can reach.
-    let Some(place) = common::other_user::nobody(
+    let Some(place) = crate::common::other_user::nobody(
         "output_file_in_a_directory_that_refuses_new_files_is_written_in_place",
     ) else {
         return;
@@ -283,7 +281,7 @@ fn output_file_in_a_directory_that_refuses_new_files_is_written_in_place() {
 
 #[test]
 fn readme_table_lists_every_code_as_the_catalog_does() {
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../../README.md");
     let rows: Vec<Vec<&str>> = readme
         .lines()
         .filter(|l| l.starts_with("| `"))

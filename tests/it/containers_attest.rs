@@ -7,20 +7,16 @@
 //! Needs what tests/containers.rs needs (rootful podman, runc,
 //! busybox-static) and ssh-keygen; SKIP without them unless CI=true.
 
-mod common;
-
 use std::fs;
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::keys::{hex, leak_patterns, leaks};
-use common::podman::*;
+use crate::common::keys::{hex, leak_patterns, leaks};
+use crate::common::podman::*;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-
-const BIN: &str = env!("CARGO_BIN_EXE_selfprobe");
 
 /// A container started for the test, removed on drop.
 struct Ctr(String);
@@ -149,7 +145,7 @@ fn sign_key_fd_in_a_running_container() {
         .unwrap();
     assert!(st.success());
     let pats = leak_patterns(&key);
-    let pubkey = Command::new(BIN)
+    let pubkey = Command::new(crate::common::shipped::bin_str())
         .args(["pubkey", "--sign-key"])
         .arg(&key)
         .output()
@@ -207,7 +203,7 @@ fn sign_key_fd_in_a_running_container() {
         fs::write(&p, &c.stdout).unwrap();
         outs.push(p.to_str().unwrap().to_string());
     }
-    let v = Command::new(BIN)
+    let v = Command::new(crate::common::shipped::bin_str())
         .args([
             "verify",
             "--pubkey",
@@ -234,7 +230,9 @@ fn sign_key_fd_in_a_running_container() {
         Base64::decode_vec(env["payload"].as_str().unwrap()).unwrap()
     };
     let stmt: Value = serde_json::from_slice(&payload).unwrap();
-    let bin_sha = hex(&Sha256::digest(fs::read(BIN).unwrap()));
+    let bin_sha = hex(&Sha256::digest(
+        fs::read(crate::common::shipped::bin_str()).unwrap(),
+    ));
     assert_eq!(stmt["subject"][0]["digest"]["sha256"], bin_sha.as_str());
     assert_eq!(stmt["predicate"]["signing"]["key_source"], "fd");
     assert_eq!(stmt["predicate"]["signing"]["ephemeral"], false);

@@ -3,14 +3,12 @@
 //! exits, so an interrupted run leaves the host tree as it was (finished
 //! canaries are meant to stay).
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use common::fixture::*;
+use crate::common::fixture::*;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 

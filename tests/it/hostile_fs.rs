@@ -12,20 +12,17 @@
 //! planted secret in any format, and with the tree exactly as it was.
 //! (1,000,000 entries have their own suite, tests/hostile_scale.rs.)
 
-mod common;
-
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::podman::{self, TempPath};
-use common::tree::tree_hash;
+use crate::common::podman::{self, TempPath};
+use crate::common::tree::tree_hash;
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_selfprobe");
@@ -265,7 +262,7 @@ fn check_json(o: &Out, ws: &str) -> Vec<String> {
 
     // Complete: a record for every probe, none panicked.
     bad.extend(
-        common::report::records_complete(&j)
+        crate::common::report::records_complete(&j)
             .into_iter()
             .map(|e| format!("{w}: {e}")),
     );
@@ -383,7 +380,7 @@ fn hostile_tree_as_a_fixture() {
     // unreadable (as root it would not be): then the tree and a copy of the
     // binary live where nobody can reach them.
     let place = if nix::unistd::geteuid().is_root() {
-        match common::other_user::nobody("hostile_tree_as_a_fixture") {
+        match crate::common::other_user::nobody("hostile_tree_as_a_fixture") {
             Some(p) => Some(p),
             None => return,
         }
@@ -393,7 +390,7 @@ fn hostile_tree_as_a_fixture() {
     let parent = place
         .as_ref()
         .map_or_else(std::env::temp_dir, |p| p.dir.clone());
-    let fx = common::fixture::Fixture::bare_in(&parent, "hostile");
+    let fx = crate::common::fixture::Fixture::bare_in(&parent, "hostile");
     let mi = fs::read_to_string(format!("{DATA}/plain.mountinfo")).unwrap()
         + "84 80 254:0 /srv/app /workspace rw,relatime - ext4 /dev/vda rw\n";
     fx.file("proc/self/mountinfo", &mi);
@@ -406,7 +403,7 @@ fn hostile_tree_as_a_fixture() {
         "etc/passwd",
         "root:x:0:0::/root:/bin/sh\nnobody:x:65534:65534::/nonexistent:/bin/sh\n",
     );
-    fx.ns(common::fixture::PRIVATE_NS);
+    fx.ns(crate::common::fixture::PRIVATE_NS);
     fx.dir("dev");
     let _silent = build(&fx.path("workspace"), &fx.path("outside"));
     fs::set_permissions(&fx.dir, fs::Permissions::from_mode(0o755)).unwrap();

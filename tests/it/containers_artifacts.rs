@@ -6,13 +6,11 @@
 //! Same harness and rules as tests/containers.rs (tests/common/podman.rs):
 //! SKIP without podman/root unless CI=true; no network traffic anywhere.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Instant;
 
-use common::podman::*;
+use crate::common::podman::*;
 use serde_json::Value;
 
 fn scores(r: &Run) -> Vec<(String, Option<u64>)> {

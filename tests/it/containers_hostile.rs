@@ -3,13 +3,11 @@
 //! writable /tmp, with /proc paths masked, and under a 16 MiB memory limit.
 //! The bind-mounted workspace is hashed before and after every case.
 
-mod common;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
-use common::podman::*;
-use common::tree::tree_hash;
+use crate::common::podman::*;
+use crate::common::tree::tree_hash;
 use serde_json::Value;
 
 const CANARY: &str = "Wq4Er6Ty8Ui0Op2As4Df6Gh";
@@ -39,7 +37,7 @@ fn workspace(files: usize) -> TempPath {
 /// probe.incomplete, an exit code that follows the findings, no leak.
 fn complete(r: &Run, c: &mut Check) {
     let findings = r.findings();
-    for e in common::report::records_complete(&r.json) {
+    for e in crate::common::report::records_complete(&r.json) {
         c.fail(e);
     }
     if r.stderr.contains("panicked") {

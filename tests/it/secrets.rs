@@ -5,8 +5,6 @@
 //! symlink out of scope, a 1 GiB sparse credentials file). Every output
 //! format (JSON, text, SARIF, JUnit) and stderr is searched for every canary.
 
-mod common;
-
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::symlink;
@@ -16,7 +14,7 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::canary::{b64, now, random, ALNUM, UPPER};
+use crate::common::canary::{b64, now, random, ALNUM, UPPER};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_selfprobe");

@@ -14,8 +14,6 @@
 //! The tree lives under the target directory (on disk, not a tmpfs /tmp);
 //! its files are hard links to a few inodes (see build()).
 
-mod common;
-
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -25,8 +23,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use common::fixture::{data, PRIVATE_NS};
-use common::podman;
+use crate::common::fixture::{data, PRIVATE_NS};
+use crate::common::podman;
 
 const BIN: &str = env!("CARGO_BIN_EXE_selfprobe");
 const ENTRIES: usize = 1_000_000;
@@ -216,7 +214,7 @@ fn judge(what: &str, code: Option<i32>, stderr: &str, json: &Value, expect: usiz
         bad.push("a panic on stderr".into());
     }
     let probes = json["probes"].as_array().cloned().unwrap_or_default();
-    for name in common::report::PROBES {
+    for name in crate::common::report::PROBES {
         match probes.iter().find(|p| p["name"] == *name) {
             None => bad.push(format!("no record for probe {name}")),
             Some(p) if p["status"] == "panic" => bad.push(format!("probe {name} panicked: {p}")),

@@ -2,11 +2,9 @@
 //! found by the next container that mounts the same volume, and by no
 //! container without it.
 
-mod common;
-
 use std::process::Command;
 
-use common::podman::*;
+use crate::common::podman::*;
 use serde_json::Value;
 
 /// A podman volume removed on drop, pass or fail.

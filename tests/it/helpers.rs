@@ -1,14 +1,12 @@
 //! Tests of the test helpers themselves.
 
-mod common;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
-use common::fixture::BIN;
-use common::other_user::{self, NOBODY};
+use crate::common::fixture::BIN;
+use crate::common::other_user::{self, NOBODY};
 
 /// A checkout under a 0700 directory (`/root`, `mktemp -d`): nobody cannot
 /// start the binary built there, and the helper's copy is what lets the

@@ -3,14 +3,12 @@
 //! against a tree through `--root`; mount lines are added to a mountinfo
 //! captured in a real podman container (tests/data/plain.mountinfo).
 
-mod common;
-
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::fixture::{data, Fixture, Run, BIN};
+use crate::common::fixture::{data, Fixture, Run, BIN};
 use serde_json::Value;
 
 const DIGEST: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -848,7 +846,7 @@ fn an_unreadable_workspace_is_not_assessed_rather_than_a_pet() {
     // else, the mode alone stops the owner too.
     let root = nix::unistd::geteuid().is_root();
     let place = if root {
-        match common::other_user::nobody(
+        match crate::common::other_user::nobody(
             "an_unreadable_workspace_is_not_assessed_rather_than_a_pet",
         ) {
             Some(p) => Some(p),

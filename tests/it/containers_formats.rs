@@ -2,13 +2,11 @@
 //! SARIF validates against the official SARIF 2.1.0 schema, and the JUnit
 //! XML is read back by junitparser, a third-party parser from PyPI.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::podman::*;
+use crate::common::podman::*;
 use serde_json::Value;
 
 /// The venv `.ci/run` makes with junitparser in it.
@@ -43,7 +41,7 @@ fn sarif_validates_and_carries_every_finding_of_a_privileged_run() {
     assert_eq!(code, 1, "the exit code gates the same way in every format");
     let doc: Value = serde_json::from_str(&sarif).expect("SARIF is JSON");
 
-    let schema: Value = serde_json::from_str(include_str!("data/sarif-2.1.0.json"))
+    let schema: Value = serde_json::from_str(include_str!("../data/sarif-2.1.0.json"))
         .expect("the official schema parses");
     let validator = jsonschema::options()
         .should_validate_formats(true)

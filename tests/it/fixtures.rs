@@ -2,8 +2,6 @@
 //! the same path src/host.rs takes on a live system. The mountinfo and
 //! status files under tests/data were captured inside real podman containers.
 
-mod common;
-
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixListener;
@@ -11,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::fixture::*;
+use crate::common::fixture::*;
 
 #[test]
 fn plain_container_capture() {

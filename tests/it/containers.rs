@@ -14,12 +14,10 @@
 //! anywhere; the only engine API touched is a podman service on a unix socket
 //! of our own.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::podman::*;
+use crate::common::podman::*;
 use serde_json::Value;
 
 #[test]
@@ -443,7 +441,7 @@ fn write_test_leaves_host_dir_unchanged() {
 
 #[test]
 fn binary_is_static_pie() {
-    let bin = env!("CARGO_BIN_EXE_selfprobe");
+    let bin = crate::common::shipped::bin_str();
     let out = match Command::new("file").arg(bin).output() {
         Ok(o) => o,
         Err(e) => {
@@ -461,4 +459,8 @@ fn binary_is_static_pie() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains("static-pie"), "not static-pie: {text}");
+    assert!(
+        text.contains(", stripped"),
+        "the shipped binary is stripped: {text}"
+    );
 }

@@ -1,0 +1,53 @@
+//! The shipped binary: `cargo build --release` (opt-level z, fat LTO, one
+//! codegen unit, strip; no dev-dependency features). The fixture and CLI
+//! tests run the quick test-profile build (`CARGO_BIN_EXE_selfprobe`); the
+//! real-container and size checks run this one, so what they pass is what
+//! users copy into their containers.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use super::fixture::BIN;
+
+/// The shipped binary, built (or found fresh: cargo's own check) once per
+/// test run. Panics with cargo's message when the build fails.
+pub fn bin() -> &'static Path {
+    static SHIPPED: OnceLock<PathBuf> = OnceLock::new();
+    SHIPPED.get_or_init(build)
+}
+
+/// `bin()` as a &str, for argument lists.
+pub fn bin_str() -> &'static str {
+    bin().to_str().expect("a UTF-8 target path")
+}
+
+fn build() -> PathBuf {
+    // target/<triple>/<profile>/selfprobe -> target/<triple>/release/selfprobe,
+    // wherever CARGO_TARGET_DIR put the target directory.
+    let built = Path::new(BIN);
+    let profile_dir = built.parent().expect("the binary's directory");
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        // `cargo test --release`: the tested binary is already the release
+        // profile's, and a second build would overwrite it in place.
+        return built.to_path_buf();
+    }
+    let release = profile_dir
+        .parent()
+        .expect("the target directory")
+        .join("release/selfprobe");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(&cargo)
+        .args(["build", "--release", "--bin", "selfprobe"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .unwrap_or_else(|e| panic!("running {cargo:?} build --release: {e}"));
+    assert!(status.success(), "cargo build --release failed: {status}");
+    assert!(
+        release.is_file(),
+        "no shipped binary at {}",
+        release.display()
+    );
+    release
+}

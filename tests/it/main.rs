@@ -1,0 +1,28 @@
+//! The one integration-test binary (as uv's `crates/uv/tests/it/main.rs`
+//! and ripgrep's `tests/tests.rs`): every suite is a module, so the
+//! shared helpers in `common/` compile once and one link serves them all.
+
+mod common;
+
+mod attest;
+mod cli;
+mod containers;
+mod containers_artifacts;
+mod containers_attest;
+mod containers_canary;
+mod containers_formats;
+mod containers_hostile;
+mod containers_network;
+mod containers_secrets;
+mod containers_usage;
+mod deadline;
+mod fixtures;
+mod fuzz_regressions;
+mod helpers;
+mod hostile_fs;
+mod hostile_scale;
+mod network;
+mod repro_artifacts;
+mod secrets;
+mod secrets_hostile;
+mod signals;

@@ -5,8 +5,8 @@ use std::time::SystemTime;
 
 use crate::cli::Config;
 use crate::host::{self, Cleanup, Host};
+use crate::model::{self, Report, RunInfo, ToolInfo};
 use crate::probe::{self, Context};
-use crate::report::{self, Report, RunInfo, ToolInfo};
 use crate::scorecard;
 
 pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
@@ -31,11 +31,11 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
     let mut findings = collected.findings;
     let raised = cfg.policy.apply(&mut findings, host::today(now));
     findings.extend(raised);
-    report::sort_findings(&mut findings);
+    model::sort_findings(&mut findings);
     let sc = scorecard::score(&findings, &collected.records);
     // A run cut short by --timeout has not checked everything: like a crashed
     // probe, that is exit 3, whatever was found before the cut.
-    let summary = report::summarize(
+    let summary = model::summarize(
         &findings,
         cfg.fail_on,
         collected.panicked || !collected.cut_by_deadline.is_empty(),
@@ -43,8 +43,8 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
     collected.records.sort_by_key(|r| (r.phase, r.name));
 
     Report {
-        schema: report::SCHEMA,
-        schema_version: report::SCHEMA_VERSION,
+        schema: model::SCHEMA,
+        schema_version: model::SCHEMA_VERSION,
         tool: ToolInfo {
             name: "selfprobe",
             version: env!("CARGO_PKG_VERSION"),

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::cli::Config;
+use crate::finding::Finding;
 use crate::host::{self, Cleanup, Host};
 use crate::model::{self, Report, RunInfo, ToolInfo};
 use crate::probe::{self, Context};
@@ -23,6 +24,20 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
         net: cfg.net.clone(),
     });
     let mut collected = probe::run(ctx.clone());
+    if let Some(why) = ctx.host.proc_untrusted() {
+        // The probes that read /proc through the host failed with this
+        // reason; the environment is the one /proc source whose absence
+        // reads like "no secrets", so it is said to be unknown here.
+        collected.findings.push(
+            Finding::new(
+                "secret.env",
+                "/proc/self/environ",
+                format!("the environment was not checked: {why}"),
+            )
+            .unknown()
+            .with("reason", why.to_string()),
+        );
+    }
     // Whatever a timed-out write test left registered goes now, before the
     // report is written.
     cleanup.remove_all();

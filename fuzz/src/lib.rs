@@ -15,9 +15,9 @@ use std::time::{Duration, UNIX_EPOCH};
 use base64ct::{Base64UrlUnpadded, Encoding};
 use selfprobe::finding::Finding;
 use selfprobe::policy::Policy;
+use selfprobe::probe::network::resolve;
 use selfprobe::probe::privilege::{self, PrivFacts, PrivilegedSignals};
 use selfprobe::probe::secrets::{self, env, rules, tokens, SecretFacts};
-use selfprobe::probe::network::resolve;
 use selfprobe::probe::{mounts, repro, sockets};
 
 /// A target's body: the fuzzer's bytes in, a panic on any broken invariant.
@@ -395,6 +395,10 @@ pub fn dns_answer(data: &[u8]) {
     let an = usize::from(u16::from_be_bytes([data[6], data[7]]));
     assert!(a.addrs.len() <= an, "no more addresses than answer records");
     // Each address is at least its own 4 or 16 bytes of the message.
-    let min: usize = a.addrs.iter().map(|ip| if ip.is_ipv4() { 4 } else { 16 }).sum();
+    let min: usize = a
+        .addrs
+        .iter()
+        .map(|ip| if ip.is_ipv4() { 4 } else { 16 })
+        .sum();
     assert!(min <= data.len());
 }

@@ -125,7 +125,7 @@ pub fn render(report: &Report) -> String {
     let notifications: Vec<Value> = report
         .probes
         .iter()
-        .filter(|p| p.status != "ok")
+        .filter(|p| p.status != crate::probe::ProbeStatus::Ok)
         .map(|p| {
             json!({
                 "level": "warning",

@@ -6,6 +6,7 @@ mod common;
 
 mod attest;
 mod cli;
+mod codes;
 mod containers;
 mod containers_artifacts;
 mod containers_attest;

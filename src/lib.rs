@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod cli;
 pub mod finding;
 pub mod host;
+pub mod keys;
 pub mod model;
 pub mod policy;
 pub mod probe;

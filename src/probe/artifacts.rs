@@ -685,7 +685,7 @@ pub fn evaluate_caches(f: &CacheFacts) -> Vec<Finding> {
             "volume" => (Severity::Medium, "a volume that outlives the container"),
             _ => (
                 Severity::Medium,
-                "the workspace mount, shared with the host's checkout",
+                "the workspace mount (a host checkout or a volume), which outlives the container",
             ),
         };
         let fnd = Finding::new(

@@ -531,8 +531,14 @@ pub fn run(ctx: Arc<Context>) -> Collected {
 
     if let Some(m) = &mount_facts {
         findings.extend(mounts::evaluate(m));
+        // A line that does not parse costs that line: the rest of the table
+        // stands, and the repo scope rests on a line nobody could read.
         for e in &m.parse_errors {
-            findings.push(incomplete("mounts", 1, e.clone()).with("subject_detail", e.clone()));
+            let mut f = incomplete("mounts", 1, e.to_string()).with("line", e.line);
+            f.subject = format!("mounts:line {}", e.line);
+            f.id = crate::finding::finding_id(&f.code, &f.subject);
+            f.control = "repo-scope".into();
+            findings.push(f);
         }
         for mp in &m.unresponsive {
             let mut f = incomplete(

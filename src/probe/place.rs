@@ -194,7 +194,7 @@ pub enum Retention {
     Persistent,
     /// Goes with the container: its own layer or a tmpfs.
     Ephemeral,
-    /// No mount table to tell.
+    /// No mount table to tell, or a filesystem type selfprobe does not know.
     Unknown,
 }
 
@@ -242,18 +242,26 @@ pub fn place(mounts: Option<&MountFacts>, p: &Path) -> Placement {
         };
     };
     let (retention, shared_with) = match e.class {
-        MountClass::HostBind | MountClass::HostRoot | MountClass::Socket => {
-            (Retention::Persistent, "host")
-        }
+        // The host's /run lives as long as the host runs; another
+        // container's root as long as that container: both outlive this one.
+        MountClass::HostBind
+        | MountClass::HostRoot
+        | MountClass::Socket
+        | MountClass::HostTmpfs
+        | MountClass::HostProcfs
+        | MountClass::ContainerRootfs
+        | MountClass::ProbeBinary => (Retention::Persistent, "host"),
         MountClass::Volume => (Retention::Persistent, "volume"),
         MountClass::Workspace => (Retention::Persistent, "workspace"),
+        // Engine files (and kubelet's emptyDir) go with the container or pod.
         MountClass::RootFs
         | MountClass::Tmpfs
         | MountClass::Pseudo
         | MountClass::Device
         | MountClass::EngineManaged => (Retention::Ephemeral, "none"),
+        MountClass::Unknown => (Retention::Unknown, "unknown"),
     };
-    let host_path = (retention == Retention::Persistent).then(|| {
+    let host_path = (retention != Retention::Ephemeral).then(|| {
         let rel = p
             .strip_prefix(&e.mount.mount_point)
             .unwrap_or(Path::new(""));

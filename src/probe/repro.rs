@@ -187,22 +187,29 @@ pub fn cgroup_container_id(text: &str) -> Option<(String, &'static str)> {
     found
 }
 
-/// A container id from the engine's own bind mounts (field 4 of mountinfo).
+/// A container id from the engine's own bind mounts (field 4 of mountinfo),
+/// recognised by their shape wherever the engine's storage lives
+/// (src/probe/mounts/engine.rs). podman and CRI-O share containers/storage;
+/// only podman writes /run/.containerenv.
 pub fn mount_container_id(roots: &[String]) -> Option<(String, &'static str)> {
-    for r in roots {
-        for (marker, engine) in [
-            ("/overlay-containers/", "podman"),
-            ("/docker/containers/", "docker"),
-        ] {
-            if let Some((_, rest)) = r.split_once(marker) {
-                let id = rest.split('/').next().unwrap_or("");
-                if is_hex(id, 64) {
-                    return Some((id.to_string(), engine));
-                }
-            }
-        }
-    }
-    None
+    use crate::probe::mounts::engine::{self, Shape};
+    let files: Vec<engine::Managed> = roots
+        .iter()
+        .filter_map(|r| match engine::shape_of_root(r) {
+            Some(Shape::Managed(m)) => Some(m),
+            _ => None,
+        })
+        .collect();
+    let refs: Vec<&engine::Managed> = files.iter().collect();
+    let storage = engine::resolve_storage_engine(&refs);
+    files.iter().find_map(|m| {
+        let by = match m.by {
+            "containers-storage" => storage,
+            "docker" => "docker",
+            _ => return None,
+        };
+        m.id.clone().filter(|id| is_hex(id, 64)).map(|id| (id, by))
+    })
 }
 
 /// Comments and trailing commas out, so serde_json reads devcontainer.json.
@@ -695,7 +702,13 @@ fn identity(host: &Host, mounts: Option<&MountFacts>) -> ImageIdentity {
             .and_then(|t| cgroup_container_id(&t))
             .map(|(c, e)| (c, e, "/proc/self/cgroup"));
         let from_mounts = || {
-            let roots: Vec<String> = mounts?
+            let m = mounts?;
+            if let Some(h) = &m.engine {
+                if let Some(c) = &h.container_id {
+                    return Some((c.clone(), h.engine, "/proc/self/mountinfo"));
+                }
+            }
+            let roots: Vec<String> = m
                 .mounts
                 .iter()
                 .map(|e| e.mount.root.to_string_lossy().into_owned())
@@ -1301,10 +1314,19 @@ mod tests {
         let cg = format!("12:memory:/docker/{D}\n");
         assert_eq!(cgroup_container_id(&cg), Some((D.to_string(), "docker")));
         assert_eq!(cgroup_container_id("0::/\n"), None);
-        let roots = vec![format!(
+        let mut roots = vec![format!(
             "/run/containers/storage/overlay-containers/{D}/userdata/hosts"
         )];
+        // Without podman's /run/.containerenv, containers/storage is CRI-O's.
+        assert_eq!(mount_container_id(&roots), Some((D.to_string(), "cri-o")));
+        roots.push(format!(
+            "/run/containers/storage/overlay-containers/{D}/userdata/.containerenv"
+        ));
         assert_eq!(mount_container_id(&roots), Some((D.to_string(), "podman")));
+        let roots = vec![format!(
+            "/home/u/.local/share/docker/containers/{D}/hostname"
+        )];
+        assert_eq!(mount_container_id(&roots), Some((D.to_string(), "docker")));
     }
 
     #[test]

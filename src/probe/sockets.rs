@@ -229,7 +229,39 @@ pub fn collect(host: &Host, mounts: Option<&MountFacts>, deadline: Instant) -> S
     }
     env_candidates(&mut cands, &mut facts.tcp_endpoints);
     if let Some(m) = mounts {
-        for e in &m.mounts {
+        // The catalog's paths inside a host surface: /var/run/docker.sock of
+        // a host root at /host is /host/var/run/docker.sock, and of the
+        // host's /run bound at /host/var/run it is /host/var/run/docker.sock.
+        // Looked up by name first, so a walk cut short still finds them.
+        for e in m.mounts.iter().filter(|e| e.within.is_none()) {
+            let mp = &e.mount.mount_point;
+            for s in catalog::engine_sockets() {
+                let inside: Option<String> = match e.class {
+                    MountClass::HostRoot => Some(s.path.clone()),
+                    MountClass::HostTmpfs => s
+                        .path
+                        .strip_prefix("/var/run/")
+                        .or_else(|| s.path.strip_prefix("/run/"))
+                        .map(str::to_string),
+                    _ => None,
+                };
+                let Some(rel) = inside else { continue };
+                let pattern = format!(
+                    "{}/{}",
+                    mp.to_string_lossy().trim_end_matches('/'),
+                    rel.trim_start_matches('/')
+                );
+                for p in expand(host, &pattern) {
+                    cands.push(Candidate {
+                        path: p,
+                        engine: s.engine.clone(),
+                        api: s.api,
+                        origin: format!("host-mount:{}", mp.display()),
+                    });
+                }
+            }
+        }
+        for e in m.mounts.iter().filter(|e| e.within.is_none()) {
             let mp = &e.mount.mount_point;
             match e.class {
                 MountClass::Socket => cands.push(Candidate {
@@ -238,7 +270,12 @@ pub fn collect(host: &Host, mounts: Option<&MountFacts>, deadline: Instant) -> S
                     api: SocketApi::Http,
                     origin: format!("host-mount:{}", mp.display()),
                 }),
-                MountClass::HostBind | MountClass::HostRoot | MountClass::Workspace
+                MountClass::HostBind
+                | MountClass::HostRoot
+                | MountClass::Workspace
+                | MountClass::HostTmpfs
+                | MountClass::ContainerRootfs
+                | MountClass::Unknown
                     if e.contents.file_type == "dir" =>
                 {
                     let mut found = Vec::new();

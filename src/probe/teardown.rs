@@ -128,17 +128,22 @@ fn class_name(e: &MountEntry) -> Option<&'static str> {
         MountClass::HostBind => Some("host-bind"),
         MountClass::HostRoot => Some("host-root"),
         MountClass::Volume => Some("volume"),
+        MountClass::HostTmpfs => Some("host-tmpfs"),
         _ => None,
     }
 }
 
-/// Directories whose contents outlive the container: host paths and engine
-/// volumes. The workspace is left out: it is the task's deliverable, and a
-/// canary there would show up in its diff.
+/// Directories whose contents outlive the container: host paths, the host's
+/// /run and engine volumes. The workspace is left out, whatever backs it (a
+/// host checkout or a volume): it is the task's deliverable, and a canary
+/// there would show up in its diff. Engine files (hosts, kubelet's pod
+/// files) go with the container; mounts inside a host surface (other
+/// containers' roots below the host's /run) are not this run's to plant in.
 pub fn persistent_locations(mounts: &MountFacts) -> Vec<Location> {
     mounts
         .mounts
         .iter()
+        .filter(|e| e.within.is_none())
         .filter_map(|e| {
             let class = class_name(e)?;
             (e.contents.file_type == "dir" || e.class == MountClass::Volume).then(|| Location {

@@ -66,12 +66,24 @@ pub fn collect(
     let mut f = WritableFacts::default();
     if let Some(m) = mounts {
         for e in &m.mounts {
-            if !matches!(e.class, MountClass::HostBind | MountClass::HostRoot) {
+            // The host's /run mounted whole is a host path too; mounts inside
+            // a host surface are reported with it.
+            if !matches!(
+                e.class,
+                MountClass::HostBind | MountClass::HostRoot | MountClass::HostTmpfs
+            ) || e.within.is_some()
+            {
                 continue;
             }
             let mut wp = WritablePath {
                 path: e.mount.mount_point.to_string_lossy().into_owned(),
-                host_path: e.mount.root.to_string_lossy().into_owned(),
+                // gVisor's gofer and Kata's shared directory hide the host
+                // path: their "/" is the bind's own root, not the host's.
+                host_path: if e.kinds.contains(&"gofer") || e.kinds.contains(&"kata-shared") {
+                    "(hidden by the sandbox)".into()
+                } else {
+                    e.mount.root.to_string_lossy().into_owned()
+                },
                 read_only_mount: e.read_only,
                 writable: e.contents.writable,
                 allowed: e.allowed,

@@ -5,6 +5,7 @@
 mod common;
 
 mod attest;
+mod captures;
 mod cli;
 mod codes;
 mod containers;

@@ -1,0 +1,329 @@
+//! Files an engine writes for a container, recognised by the shape of the
+//! path inside their source filesystem (mountinfo field 4), wherever the
+//! engine's storage lives: /var/lib/docker or ~/.local/share/docker, a
+//! podman graphroot or runroot (which on a tmpfs shows relative to that
+//! tmpfs, `/containers/overlay-containers/<id>/userdata/hosts`), kubelet's
+//! root under /var/lib, an ostree deployment, a btrfs subvolume or a
+//! minikube/kind volume. A prefix list cannot cover those; the tail of the
+//! path can, because each engine names the files the same way everywhere.
+//!
+//! Sandboxed runtimes hide the host path: gVisor's gofer shows each bind as
+//! a 9p mount of root `/` (`trans=fd`), Kata's shared directory shows
+//! `<container>-<random>-<name>` on the `kataShared` virtio-fs. There the
+//! mount point and the name are all there is to go on.
+
+use serde::Serialize;
+
+use super::Mount;
+
+/// Who wrote a file and which file it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Managed {
+    /// docker, podman, cri-o, containerd, kubelet, lxc, runsc, kata; or
+    /// containers-storage until the table says whether podman or CRI-O.
+    pub by: &'static str,
+    /// hosts, hostname, resolv.conf, .containerenv, etc-hosts,
+    /// termination-log, secrets, kubernetes.io~projected, init…
+    pub file: String,
+    /// The container (or pod sandbox) id the path names, when it names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+/// What the shape of a mount's source path says it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shape {
+    /// A file or directory the engine made for this container.
+    Managed(Managed),
+    /// An engine volume (`…/volumes/<name>/_data`, a kubelet PV plugin
+    /// directory), by name.
+    Volume(String),
+}
+
+/// Engine files seen through a sandbox, where only the mount point is left.
+const ENGINE_FILE_POINTS: &[&str] = &[
+    "/etc/hosts",
+    "/etc/hostname",
+    "/etc/resolv.conf",
+    "/dev/termination-log",
+    "/run/.containerenv",
+    "/.dockerenv",
+    "/run/secrets",
+    "/run/secrets/kubernetes.io/serviceaccount",
+    "/var/run/secrets/kubernetes.io/serviceaccount",
+    "/var/run/secrets/eks.amazonaws.com/serviceaccount",
+];
+
+/// Names Kata gives shared engine files (`<cid>-<random>-<name>`).
+const KATA_FILES: &[&str] = &[
+    "hosts",
+    "hostname",
+    "resolv.conf",
+    "termination-log",
+    "serviceaccount",
+];
+
+/// Kubelet volume plugins whose directories are made for the pod and go
+/// with it: projected service-account tokens, secrets, config maps,
+/// downward API files and emptyDir scratch space.
+const KUBELET_POD_VOLUMES: &[&str] = &[
+    "kubernetes.io~projected",
+    "kubernetes.io~secret",
+    "kubernetes.io~configmap",
+    "kubernetes.io~downward-api",
+    "kubernetes.io~empty-dir",
+];
+
+fn is_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// A pod UID: a UUID, or the 32-hex config hash of a static pod.
+fn is_pod_uid(s: &str) -> bool {
+    if is_hex(s, 32) {
+        return true;
+    }
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.len() == 5
+        && [8, 4, 4, 4, 12]
+            .iter()
+            .zip(&parts)
+            .all(|(n, p)| is_hex(p, *n))
+}
+
+fn managed(by: &'static str, file: &str, id: Option<&str>) -> Option<Shape> {
+    Some(Shape::Managed(Managed {
+        by,
+        file: file.to_string(),
+        id: id.map(str::to_string),
+    }))
+}
+
+/// The shape of `root`, a path inside a source filesystem.
+pub fn shape_of_root(root: &str) -> Option<Shape> {
+    let c: Vec<&str> = root.split('/').filter(|s| !s.is_empty()).collect();
+    // kubelet: …/pods/<uid>/{etc-hosts, containers/<name>/<id>, volumes/<plugin>/<name>/…}
+    for i in 0..c.len() {
+        if c[i] != "pods" || !c.get(i + 1).is_some_and(|u| is_pod_uid(u)) {
+            continue;
+        }
+        let uid = Some(c[i + 1]);
+        match &c[i + 2..] {
+            ["etc-hosts"] => return managed("kubelet", "etc-hosts", uid),
+            ["containers", _, _] => return managed("kubelet", "termination-log", uid),
+            ["volumes", plugin, _, ..] if KUBELET_POD_VOLUMES.contains(plugin) => {
+                return managed("kubelet", plugin, uid)
+            }
+            ["volumes", _, name, ..] => return Some(Shape::Volume(name.to_string())),
+            ["volume-subpaths", name, ..] => return Some(Shape::Volume(name.to_string())),
+            _ => {}
+        }
+    }
+    // containers/storage (podman, CRI-O, buildah):
+    // …/{overlay,vfs,btrfs,zfs,aufs,devmapper}-containers/<id>/userdata/…
+    for i in 0..c.len() {
+        let Some(driver) = c[i].strip_suffix("-containers") else {
+            continue;
+        };
+        if !["overlay", "vfs", "btrfs", "zfs", "aufs", "devmapper"].contains(&driver) {
+            continue;
+        }
+        if let [id, "userdata", rest @ ..] = &c[i + 1..] {
+            if is_hex(id, 64) && !rest.is_empty() {
+                return managed("containers-storage", &rest.join("/"), Some(id));
+            }
+        }
+    }
+    // containerd CRI: …/io.containerd.grpc.v1.cri/sandboxes/<id>/{hostname,resolv.conf,hosts,shm}
+    // and the image's VOLUME directories …/io.containerd.grpc.v1.cri/containers/<id>/volumes/<v>,
+    // removed with the container.
+    for i in 1..c.len() {
+        if !c[i - 1].starts_with("io.containerd.grpc.v1.cri") {
+            continue;
+        }
+        match &c[i..] {
+            ["sandboxes", id, f] if is_hex(id, 64) => {
+                return managed("containerd", f, Some(id));
+            }
+            ["containers", id, "volumes", _, ..] if is_hex(id, 64) => {
+                return managed("containerd", "image-volume", Some(id));
+            }
+            _ => {}
+        }
+    }
+    // nerdctl: …/nerdctl/<hash>/{containers,etchosts}/<namespace>/<id>/<file>
+    for i in 0..c.len() {
+        if c[i] != "nerdctl" {
+            continue;
+        }
+        if let [_, "containers" | "etchosts", _, id, f] = &c[i + 1..] {
+            if is_hex(id, 64) {
+                return managed("containerd", f, Some(id));
+            }
+        }
+    }
+    // Docker, rootful, rootless, userns-remapped or inside a dind volume:
+    // …/containers/<id>/{hosts,hostname,resolv.conf,mounts/secrets…,mounts/shm}
+    for i in 0..c.len() {
+        if c[i] != "containers" || !c.get(i + 1).is_some_and(|id| is_hex(id, 64)) {
+            continue;
+        }
+        let id = Some(c[i + 1]);
+        match &c[i + 2..] {
+            [f @ ("hosts" | "hostname" | "resolv.conf")] => return managed("docker", f, id),
+            ["mounts", "secrets", ..] => return managed("docker", "secrets", id),
+            ["mounts", "shm"] => return managed("docker", "shm", id),
+            _ => {}
+        }
+    }
+    // Engine volumes: …/volumes/<name>/_data[/…] (docker, podman, rootless podman).
+    for i in 0..c.len() {
+        if c[i] == "volumes" && c.get(i + 2) == Some(&"_data") {
+            return Some(Shape::Volume(c[i + 1].to_string()));
+        }
+    }
+    None
+}
+
+/// The shape of a whole mount: its root path, and where the runtime hides
+/// the path, its filesystem, source and mount point.
+pub fn shape(m: &Mount) -> Option<Shape> {
+    let root = m.root.to_string_lossy();
+    let mp = m.mount_point.to_string_lossy();
+    // lxcfs serves the container's own view of /proc and /sys files.
+    if m.fstype == "fuse.lxcfs" {
+        return managed("lxc", &root, None);
+    }
+    // gVisor's gofer: every bind is 9p over a file descriptor, root "/".
+    if is_gofer(m) && root == "/" && ENGINE_FILE_POINTS.contains(&mp.as_ref()) {
+        return managed("runsc", mp.rsplit('/').next().unwrap_or(""), None);
+    }
+    // Kata: the shared directory names files <cid>-<random>-<name>.
+    if m.source == "kataShared" && matches!(m.fstype.as_str(), "virtiofs" | "9p") {
+        let name = root.rsplit('/').next().unwrap_or("");
+        let mut parts = name.splitn(3, '-');
+        let (cid, rand, file) = (parts.next(), parts.next(), parts.next());
+        let named = matches!((cid, rand), (Some(c), Some(r))
+            if c.len() >= 8 && is_hex(c, c.len()) && is_hex(r, 16));
+        if named
+            && (file.is_some_and(|f| KATA_FILES.contains(&f))
+                || ENGINE_FILE_POINTS.contains(&mp.as_ref()))
+        {
+            return managed("kata", file.unwrap_or(""), cid);
+        }
+    }
+    if let Some(by) = init_binary(&root, &mp) {
+        return managed(by, "init", None);
+    }
+    shape_of_root(&root)
+}
+
+/// A mount served by gVisor's gofer (or another 9p-over-fd server).
+pub fn is_gofer(m: &Mount) -> bool {
+    m.fstype == "9p" && m.super_options.split(',').any(|o| o == "trans=fd")
+}
+
+/// The engine's init binary: docker --init binds docker-init at
+/// /sbin/docker-init; podman --init binds catatonit at /run/podman-init.
+fn init_binary(root: &str, mp: &str) -> Option<&'static str> {
+    let base = |p: &str| p.rsplit('/').next().unwrap_or("").to_string();
+    let (rb, mb) = (base(root), base(mp));
+    match (mp, rb.as_str()) {
+        ("/sbin/docker-init", _) => Some("docker"),
+        ("/run/podman-init", _) => Some("podman"),
+        (_, "docker-init") if ["docker-init", "init"].contains(&mb.as_str()) => Some("docker"),
+        (_, "catatonit") if ["podman-init", "catatonit", "init"].contains(&mb.as_str()) => {
+            Some("podman")
+        }
+        _ => None,
+    }
+}
+
+/// Which engine made the table's own engine files: podman and CRI-O share
+/// containers/storage, and only podman writes /run/.containerenv; a table
+/// with kubelet's files in it belongs to a CRI runtime.
+pub fn resolve_storage_engine(files: &[&Managed]) -> &'static str {
+    let kubelet = files.iter().any(|f| f.by == "kubelet");
+    let containerenv = files
+        .iter()
+        .any(|f| f.by == "containers-storage" && f.file == ".containerenv");
+    if kubelet || !containerenv {
+        "cri-o"
+    } else {
+        "podman"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "e8153671c0b104067d1bbb7c53325e94a4ac4e7a8918ed37aac1a262f0395f53";
+
+    fn by(root: &str) -> Option<(&'static str, String)> {
+        match shape_of_root(root)? {
+            Shape::Managed(m) => Some((m.by, m.file)),
+            Shape::Volume(_) => None,
+        }
+    }
+
+    #[test]
+    fn engine_files_wherever_the_storage_lives() {
+        for (root, engine, file) in [
+            (format!("/var/lib/docker/containers/{ID}/hosts"), "docker", "hosts"),
+            (format!("/home/u/.local/share/docker/containers/{ID}/resolv.conf"), "docker", "resolv.conf"),
+            (format!("/var/lib/docker/100000.100000/containers/{ID}/hostname"), "docker", "hostname"),
+            (format!("/var/lib/docker/volumes/57c9/_data/containers/{ID}/hosts"), "docker", "hosts"),
+            (format!("/var/lib/docker/containers/{ID}/mounts/secrets/db"), "docker", "secrets"),
+            (format!("/run/containers/storage/overlay-containers/{ID}/userdata/hosts"), "containers-storage", "hosts"),
+            (format!("/containers/overlay-containers/{ID}/userdata/.containerenv"), "containers-storage", ".containerenv"),
+            (format!("/home/u/.local/share/containers/storage/vfs-containers/{ID}/userdata/run/secrets"), "containers-storage", "run/secrets"),
+            ("/var/lib/kubelet/pods/28478e30-384f-41e5-9d85-eae249ae8506/etc-hosts".into(), "kubelet", "etc-hosts"),
+            ("/pods/0255d349-f826-4f52-9e37-fbc65e085fc8/etc-hosts".into(), "kubelet", "etc-hosts"),
+            ("/docker/volumes/minikube/_data/lib/kubelet/pods/0635783e-afc4-448c-b3c2-ed3c739eaf39/containers/hello/fce2e0f4".into(), "kubelet", "termination-log"),
+            ("/var/lib/kubelet/pods/28478e30-384f-41e5-9d85-eae249ae8506/volumes/kubernetes.io~projected/kube-api-access-x".into(), "kubelet", "kubernetes.io~projected"),
+            (format!("/var/lib/containerd/io.containerd.grpc.v1.cri/sandboxes/{ID}/resolv.conf"), "containerd", "resolv.conf"),
+            (format!("/var/lib/nerdctl/1935db59/etchosts/default/{ID}/hosts"), "containerd", "hosts"),
+        ] {
+            assert_eq!(by(&root), Some((engine, file.to_string())), "{root}");
+        }
+    }
+
+    #[test]
+    fn look_alikes_are_not_engine_files() {
+        for root in [
+            "/var/lib/docker/containers".to_string(),
+            format!("/var/lib/docker/containers/{ID}"),
+            format!("/var/lib/docker/containers/{ID}/{ID}-json.log"),
+            "/home/alice/containers/abc/hosts".into(),
+            "/srv/pods/not-a-uid/etc-hosts".into(),
+            format!("/run/containers/storage/overlay-containers/{ID}/userdata"),
+            "/var/lib/kubelet/pods".into(),
+        ] {
+            assert_eq!(by(&root), None, "{root}");
+        }
+        assert_eq!(
+            shape_of_root("/var/lib/kubelet/pods/28478e30-384f-41e5-9d85-eae249ae8506/volumes/kubernetes.io~csi/pvc-1/mount"),
+            Some(Shape::Volume("pvc-1".into()))
+        );
+        assert_eq!(
+            shape_of_root("/var/lib/docker/volumes/runner-x-cache-c33b/_data/group/project"),
+            Some(Shape::Volume("runner-x-cache-c33b".into()))
+        );
+    }
+
+    #[test]
+    fn storage_engine_by_table() {
+        let m = |by: &'static str, file: &str| Managed {
+            by,
+            file: file.into(),
+            id: None,
+        };
+        let env = m("containers-storage", ".containerenv");
+        let hosts = m("containers-storage", "hosts");
+        let pod = m("kubelet", "etc-hosts");
+        assert_eq!(resolve_storage_engine(&[&hosts, &env]), "podman");
+        assert_eq!(resolve_storage_engine(&[&hosts]), "cri-o");
+        assert_eq!(resolve_storage_engine(&[&hosts, &env, &pod]), "cri-o");
+    }
+}

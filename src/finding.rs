@@ -271,6 +271,7 @@ mod tests {
         "artifact.persistent",
         "teardown.canary-survived",
         "teardown.persistent-writable",
+        "boundary.none",
         "probe.incomplete",
     ];
 

@@ -8,7 +8,7 @@ use std::io::{self, Read};
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nix::unistd::AccessFlags;
@@ -27,6 +27,102 @@ pub struct Host {
     /// directory or another filesystem mounted over /proc would hand the
     /// probes whatever status, mountinfo and environ its maker chose.
     proc_untrusted: Option<String>,
+    env: Arc<Environ>,
+}
+
+/// The largest /proc/PID/environ read: the kernel caps argv plus envp at a
+/// quarter of the stack limit, and 256 KiB covers every real environment.
+pub const MAX_ENVIRON: u64 = 256 * 1024;
+
+/// The environment the probes see. On a live run it is this process's own;
+/// under `--root` it is the tree's `/proc/self/environ` and nothing else, so
+/// a fixture's result never depends on the HOME, PATH, DOCKER_HOST or
+/// proxies of whoever runs it. A tree without that file has no known
+/// environment: every probe that needs it says it could not check.
+#[derive(Debug, Clone)]
+pub struct Environ {
+    vars: Vec<(String, String)>,
+    /// Where the variables came from, for the report.
+    pub source: String,
+    /// Why there are none to read (a tree without /proc/self/environ).
+    pub missing: Option<String>,
+}
+
+impl Environ {
+    fn live() -> Environ {
+        Environ {
+            vars: std::env::vars_os()
+                .map(|(k, v)| {
+                    (
+                        k.to_string_lossy().into_owned(),
+                        v.to_string_lossy().into_owned(),
+                    )
+                })
+                .collect(),
+            source: "this process".into(),
+            missing: None,
+        }
+    }
+
+    fn of_tree(root: &Path) -> Environ {
+        let p = root.join("proc/self/environ");
+        match read_regular(&p, MAX_ENVIRON) {
+            Ok(b) => Environ {
+                vars: parse_environ(&b),
+                source: "/proc/self/environ of the --root tree".into(),
+                missing: None,
+            },
+            Err(e) => Environ {
+                vars: Vec::new(),
+                source: "/proc/self/environ of the --root tree".into(),
+                missing: Some(format!(
+                    "the --root tree has no readable /proc/self/environ ({e}): the environment is unknown"
+                )),
+            },
+        }
+    }
+
+    /// A fixed environment, for unit tests of code that reads one.
+    pub fn from_vars(vars: Vec<(String, String)>) -> Environ {
+        Environ {
+            vars,
+            source: "given".into(),
+            missing: None,
+        }
+    }
+
+    /// Every variable (none when the environment is unknown).
+    pub fn vars(&self) -> &[(String, String)] {
+        &self.vars
+    }
+
+    /// The value of `name`: the first where a hostile environ repeats a
+    /// name, as getenv(3) takes it (the secrets scan still sees them all).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn known(&self) -> bool {
+        self.missing.is_none()
+    }
+}
+
+/// NUL-separated NAME=value pairs, as in /proc/PID/environ.
+pub fn parse_environ(bytes: &[u8]) -> Vec<(String, String)> {
+    bytes
+        .split(|b| *b == 0)
+        .filter(|kv| !kv.is_empty())
+        .filter_map(|kv| {
+            let eq = kv.iter().position(|b| *b == b'=')?;
+            Some((
+                String::from_utf8_lossy(&kv[..eq]).into_owned(),
+                String::from_utf8_lossy(&kv[eq + 1..]).into_owned(),
+            ))
+        })
+        .collect()
 }
 
 impl Host {
@@ -36,12 +132,18 @@ impl Host {
         let proc_untrusted = (root == Path::new("/"))
             .then(|| procfs_problem(Path::new("/proc")))
             .flatten();
+        let env = if root == Path::new("/") {
+            Environ::live()
+        } else {
+            Environ::of_tree(&root)
+        };
         Host {
             root,
             started: SystemTime::now(),
             started_at,
             deadline: started_at + timeout,
             proc_untrusted,
+            env: Arc::new(env),
         }
     }
 
@@ -57,6 +159,17 @@ impl Host {
             Some(why) if p.starts_with("/proc") => Err(io::Error::other(why.clone())),
             _ => Ok(()),
         }
+    }
+
+    /// The same system with another environment (unit tests).
+    pub fn with_env(mut self, env: Environ) -> Host {
+        self.env = Arc::new(env);
+        self
+    }
+
+    /// The environment the probes see (see [`Environ`]).
+    pub fn env(&self) -> &Environ {
+        &self.env
     }
 
     pub fn root(&self) -> &Path {

@@ -26,13 +26,14 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
     let mut collected = probe::run(ctx.clone());
     if let Some(why) = ctx.host.proc_untrusted() {
         // The probes that read /proc through the host failed with this
-        // reason; the environment is the one /proc source whose absence
-        // reads like "no secrets", so it is said to be unknown here.
+        // reason. Other processes' environments are the one /proc source
+        // whose absence reads like "none found", so they are said to be
+        // unknown here (this process's own comes from libc, not /proc).
         collected.findings.push(
             Finding::new(
-                "secret.env",
-                "/proc/self/environ",
-                format!("the environment was not checked: {why}"),
+                "secret.process-env",
+                "/proc",
+                format!("other processes' environments were not checked: {why}"),
             )
             .unknown()
             .with("reason", why.to_string()),

@@ -37,7 +37,9 @@ pub const CONTROLS: &[Control] = &[
     Control {
         key: "repo-scope",
         name: "Repo scope",
-        probes: &["mounts", "writable", "devices"],
+        // The boundary first: without knowing whether a container exists
+        // at all, the workspace's scope cannot be 2.
+        probes: &["boundary", "mounts", "writable", "devices"],
         rubric: [
             "Broad host mounts",
             "Repo mount but extra paths visible",
@@ -173,6 +175,18 @@ fn unknown(f: &Finding) -> bool {
     f.status == Status::Unknown || f.code == "net.not-assessed"
 }
 
+/// A probe.incomplete from one of the probes `c` rests on: a part of that
+/// probe was not checked (a walk cut short, a tree without
+/// /proc/self/environ), so the control cannot be 2 on it, even though the
+/// probe itself ended "ok".
+fn incomplete_part_of(c: &Control, f: &Finding) -> bool {
+    f.code == "probe.incomplete"
+        && f.evidence
+            .get("probe")
+            .and_then(|p| p.as_str())
+            .is_some_and(|p| c.probes.contains(&p))
+}
+
 /// The most a finding lets its control score, or None if it does not lower it.
 fn cap(c: &Control, f: &Finding) -> Option<u8> {
     if f.status == Status::Fail && c.zero.is_some_and(|z| z(f)) {
@@ -196,7 +210,10 @@ fn label(f: &Finding) -> String {
 pub fn score(findings: &[Finding], records: &[ProbeRecord]) -> Scorecard {
     let mut controls = Vec::new();
     for c in CONTROLS {
-        let mine: Vec<&Finding> = findings.iter().filter(|f| f.control == c.key).collect();
+        let mine: Vec<&Finding> = findings
+            .iter()
+            .filter(|f| f.control == c.key || incomplete_part_of(c, f))
+            .collect();
         let ids: Vec<String> = mine.iter().map(|f| f.id.clone()).collect();
         let missing: Vec<&str> = c
             .probes
@@ -299,6 +316,7 @@ mod tests {
     #[test]
     fn scores_follow_the_rubric() {
         let recs: Vec<ProbeRecord> = [
+            "boundary",
             "mounts",
             "writable",
             "devices",
@@ -335,6 +353,7 @@ mod tests {
 
     fn all_records() -> Vec<ProbeRecord> {
         [
+            "boundary",
             "mounts",
             "writable",
             "devices",
@@ -447,8 +466,33 @@ mod tests {
     }
 
     #[test]
+    fn a_part_left_unchecked_keeps_its_control_from_two() {
+        let recs = all_records();
+        let env = Finding::new("probe.incomplete", "secrets:environ", "m")
+            .unknown()
+            .with("probe", "secrets");
+        let mut recs = recs;
+        recs.push(rec("secrets"));
+        let sc = score(std::slice::from_ref(&env), &recs);
+        let sb = control(&sc, "secret-boundary");
+        assert_eq!(sb.score, None, "{}", sb.reason);
+        assert!(sb.reason.contains("secrets:environ"), "{}", sb.reason);
+        assert_eq!(sb.decisive, vec![env.id.clone()]);
+        // A danger it did see is still certain.
+        let hit = Finding::new("secret.env", "GITHUB_TOKEN", "m");
+        let sc = score(&[env, hit], &recs);
+        assert_eq!(control(&sc, "secret-boundary").score, Some(0));
+        // Another probe's gap does not touch this control.
+        let other = Finding::new("probe.incomplete", "caches:environ", "m")
+            .unknown()
+            .with("probe", "caches");
+        let sc = score(&[other], &recs);
+        assert_eq!(control(&sc, "secret-boundary").score, Some(2));
+    }
+
+    #[test]
     fn a_failed_probe_is_not_assessed() {
-        let mut recs = vec![rec("mounts"), rec("devices")];
+        let mut recs = vec![rec("boundary"), rec("mounts"), rec("devices")];
         recs.push(ProbeRecord {
             name: "writable",
             phase: 2,

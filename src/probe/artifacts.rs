@@ -518,7 +518,7 @@ pub fn collect_caches(
             }
         }
         for e in &def.env {
-            if let Some(p) = place::env_path(e) {
+            if let Some(p) = place::env_path(host, e) {
                 let var = e.split('/').next().unwrap_or(e);
                 candidates.push((def, p, format!("env {var}")));
             }
@@ -585,7 +585,7 @@ pub fn collect_caches(
             }
         }
         for e in &def.env {
-            if let Some(p) = place::env_path(e) {
+            if let Some(p) = place::env_path(host, e) {
                 files.push((def, p));
             }
         }

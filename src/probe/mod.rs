@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::facts::boundary::{self, Boundary};
 use crate::finding::Finding;
 use crate::host::{Cleanup, Host};
 use crate::policy::Policy;
@@ -242,6 +243,9 @@ impl<T> Running<T> {
 /// Everything the probes found, for the reports' inventory.
 #[derive(Debug, Default, Serialize)]
 pub struct Facts {
+    /// Which boundary exists (DESIGN.md §11): the fact the other findings'
+    /// wording and severities follow.
+    pub boundary: Option<Boundary>,
     pub mounts: Option<mounts::MountFacts>,
     pub privilege: Option<privilege::PrivFacts>,
     pub namespaces: Option<namespaces::NsFacts>,
@@ -334,6 +338,12 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         })
     });
 
+    // The boundary beside the mount table: a handful of small reads.
+    let c = ctx.clone();
+    let boundary_running = spawn("boundary", 1, budget(&ctx), move || {
+        Ok(boundary::collect(&c.host))
+    });
+
     let c = ctx.clone();
     let d = budget(&ctx);
     let m = spawn("mounts", 1, d, move || {
@@ -343,6 +353,53 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     })
     .wait(&mut records);
     let mount_facts = take(m, "mounts", 1, &mut findings, &mut panicked).map(Arc::new);
+    let boundary_facts = take(
+        boundary_running.wait(&mut records),
+        "boundary",
+        1,
+        &mut findings,
+        &mut panicked,
+    );
+    // Without it the findings keep the container wording they always had.
+    let bd = boundary_facts.clone().unwrap_or_default();
+    if let Some(b) = &boundary_facts {
+        findings.extend(boundary::evaluate(b));
+    }
+    // Under --root the environment is the tree's /proc/self/environ; a
+    // tree without one leaves these probes' variables unknown, so each says
+    // it could not check them and its controls are not assessed.
+    if let Some(why) = &ctx.host.env().missing {
+        let mut readers = vec![
+            (
+                "sockets",
+                2,
+                "DOCKER_HOST, CONTAINER_HOST, BUILDKIT_HOST and CONTAINERD_ADDRESS",
+            ),
+            (
+                "secrets",
+                3,
+                "secret-looking variables, SSH_AUTH_SOCK, HOME and the credential pointers",
+            ),
+            (
+                "caches",
+                5,
+                "the cache locations variables name (CARGO_HOME, XDG_CACHE_HOME, ...)",
+            ),
+        ];
+        if network::asked(&ctx.policy, &ctx.net) {
+            readers.push((
+                "network",
+                3,
+                "the proxy variables and SSL_CERT_FILE / SSL_CERT_DIR",
+            ));
+        }
+        for (probe, phase, what) in readers {
+            let mut f = incomplete(probe, phase, format!("{what} could not be checked: {why}"));
+            f.subject = format!("{probe}:environ");
+            f.id = crate::finding::finding_id(&f.code, &f.subject);
+            findings.push(f);
+        }
+    }
 
     let c = ctx.clone();
     let privilege = spawn("privilege", 2, budget(&ctx), move || {
@@ -466,6 +523,7 @@ pub fn run(ctx: Arc<Context>) -> Collected {
             &mut findings,
             &mut panicked,
         ),
+        boundary: boundary_facts,
         mounts: None,
         network: None,
         image: None,
@@ -523,7 +581,7 @@ pub fn run(ctx: Arc<Context>) -> Collected {
             &mut findings,
             &mut panicked,
         ),
-        None => Some(network::not_asked(&ctx.policy)),
+        None => Some(network::not_asked(&ctx.host, &ctx.policy)),
     };
     if let Some(n) = &facts.network {
         findings.extend(network::evaluate(n));
@@ -552,8 +610,12 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         }
     }
     if let Some(n) = &facts.namespaces {
-        findings.extend(namespaces::evaluate(n));
+        findings.extend(namespaces::evaluate(n, &bd));
         for (ns, why) in &n.unreadable {
+            // gVisor's Sentry has no such namespace: nothing to check.
+            if bd.is_sandbox() && n.absent.contains(ns) {
+                continue;
+            }
             let mut f = incomplete("namespaces", 2, format!("/proc/self/ns/{ns}: {why}"));
             f.subject = format!("namespaces:{ns}");
             f.id = crate::finding::finding_id(&f.code, &f.subject);
@@ -567,7 +629,7 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         findings.extend(sockets::evaluate(s));
     }
     if let Some(w) = &facts.writable {
-        findings.extend(writable::evaluate(w));
+        findings.extend(writable::evaluate(w, &bd));
     }
     if let Some(s) = &facts.secrets {
         findings.extend(secrets::evaluate(s, &ctx.policy, ctx.host.started()));
@@ -601,7 +663,7 @@ pub fn run(ctx: Arc<Context>) -> Collected {
                 .map(|d| d.block_devices())
                 .unwrap_or_default(),
         };
-        findings.extend(privilege::evaluate(p, &ctx.policy, &sig));
+        findings.extend(privilege::evaluate(p, &ctx.policy, &sig, &bd));
         for (what, why) in &p.incomplete {
             let mut f = incomplete("privilege", 2, format!("{what}: {why}"));
             f.subject = format!("privilege:{what}");

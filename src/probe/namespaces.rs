@@ -6,23 +6,13 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::facts::boundary::{Boundary, Kind};
 use crate::finding::Finding;
 use crate::host::Host;
 
-/// include/linux/proc_ns.h: initial namespaces have fixed inode numbers.
-/// Dynamic ones start at 0xF0000000, so a match cannot be a coincidence.
-/// NET and MNT got fixed numbers only in recent kernels (6.18 here shows
-/// them); older kernels give init_net a dynamic number, hence corroboration.
-pub const INIT_INODES: &[(&str, u64)] = &[
-    ("ipc", 0xEFFF_FFFF),
-    ("uts", 0xEFFF_FFFE),
-    ("user", 0xEFFF_FFFD),
-    ("pid", 0xEFFF_FFFC),
-    ("cgroup", 0xEFFF_FFFB),
-    ("time", 0xEFFF_FFFA),
-    ("net", 0xEFFF_FFF9),
-    ("mnt", 0xEFFF_FFF8),
-];
+/// The kernel's fixed initial-namespace inodes live with the boundary
+/// fact, which decides from them whether a container exists at all.
+pub use crate::facts::boundary::INIT_INODES;
 
 /// Interfaces that exist only in a host's (or a node's) network namespace.
 const HOST_INTERFACE_PREFIXES: &[&str] = &[
@@ -46,6 +36,10 @@ const HOST_INTERFACE_PREFIXES: &[&str] = &[
 pub struct NsFacts {
     pub inodes: BTreeMap<String, u64>,
     pub unreadable: BTreeMap<String, String>,
+    /// Namespace links the kernel does not have (ENOENT): gVisor's Sentry
+    /// implements only some, old kernels lack time and cgroup.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub absent: Vec<String>,
     /// Some(true) when /proc/2 is kthreadd: only the initial PID namespace
     /// sees kernel threads.
     pub kthreadd_visible: Option<bool>,
@@ -84,6 +78,9 @@ pub fn collect(host: &Host) -> Result<NsFacts, String> {
                 }
             },
             Err(e) => {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    f.absent.push(name.to_string());
+                }
                 f.unreadable.insert(name.to_string(), e.to_string());
             }
         }
@@ -115,23 +112,45 @@ fn init_inode(name: &str) -> u64 {
         .unwrap_or(0)
 }
 
-pub fn evaluate(f: &NsFacts) -> Vec<Finding> {
+/// Whose namespaces the initial ones are, for the messages: on a host
+/// they are the machine's own (boundary.none says so), in a VM-isolated
+/// container the VM's, where sharing reaches the VM and not the host.
+fn owner(b: &Boundary) -> (&'static str, &'static str) {
+    match b.kind {
+        Kind::Host => ("this process runs in", "the machine's own"),
+        Kind::VmContainer => ("the workspace shares", "the VM's (not the host's)"),
+        _ => ("the workspace shares", "the host's"),
+    }
+}
+
+pub fn evaluate(f: &NsFacts, b: &Boundary) -> Vec<Finding> {
     let mut out = Vec::new();
     let is_init = |name: &str| f.inodes.get(name).map(|i| *i == init_inode(name));
+    let (verb, whose) = owner(b);
+    // A VM-isolated container's initial namespaces are those of a VM that
+    // holds only this pod: one step lower than the host's.
     let evidence = |fnd: Finding, name: &str| {
+        let sev = fnd.severity;
         fnd.with("namespace", name.to_string())
             .with("inode", f.inodes.get(name).copied())
             .with("initial_inode", init_inode(name))
+            .with("boundary", b.noun())
+            .severity(if b.is_vm() { sev.lowered() } else { sev })
     };
 
     let kthreadd = f.kthreadd_visible == Some(true);
     if is_init("pid") == Some(true) || kthreadd {
+        let visible = match b.kind {
+            Kind::Host => "every process of the machine is visible",
+            Kind::VmContainer => "the VM's processes are visible",
+            _ => "host processes are visible",
+        };
         out.push(
             evidence(
                 Finding::new(
                     "ns.host-pid",
                     "pid",
-                    "the workspace shares the host's PID namespace: host processes are visible",
+                    format!("{verb} {whose} PID namespace: {visible}"),
                 ),
                 "pid",
             )
@@ -151,7 +170,7 @@ pub fn evaluate(f: &NsFacts) -> Vec<Finding> {
                 Finding::new(
                     "ns.host-network",
                     "net",
-                    "the workspace shares the host's network namespace",
+                    format!("{verb} {whose} network namespace"),
                 ),
                 "net",
             )
@@ -173,11 +192,7 @@ pub fn evaluate(f: &NsFacts) -> Vec<Finding> {
     ] {
         if is_init(name) == Some(true) {
             out.push(evidence(
-                Finding::new(
-                    code,
-                    name,
-                    format!("the workspace shares the host's {what} namespace"),
-                ),
+                Finding::new(code, name, format!("{verb} {whose} {what} namespace")),
                 name,
             ));
         }
@@ -206,19 +221,19 @@ mod tests {
         }
         f.interfaces = vec!["lo".into(), "eth0".into()];
         f.kthreadd_visible = Some(false);
-        assert!(evaluate(&f).is_empty());
+        assert!(evaluate(&f, &Boundary::default()).is_empty());
     }
 
     #[test]
     fn host_pid_by_inode_or_kthreadd() {
         let mut f = NsFacts::default();
         f.inodes.insert("pid".into(), 0xEFFF_FFFC);
-        assert_eq!(evaluate(&f)[0].code, "ns.host-pid");
+        assert_eq!(evaluate(&f, &Boundary::default())[0].code, "ns.host-pid");
         let f = NsFacts {
             kthreadd_visible: Some(true),
             ..NsFacts::default()
         };
-        assert_eq!(evaluate(&f)[0].code, "ns.host-pid");
+        assert_eq!(evaluate(&f, &Boundary::default())[0].code, "ns.host-pid");
     }
 
     #[test]
@@ -226,7 +241,7 @@ mod tests {
         let mut f = NsFacts::default();
         f.inodes.insert("net".into(), 4026532008);
         f.interfaces = vec!["lo".into(), "docker0".into(), "veth12ab".into()];
-        let fs = evaluate(&f);
+        let fs = evaluate(&f, &Boundary::default());
         assert_eq!(fs.len(), 1);
         assert_eq!(fs[0].code, "ns.host-network");
     }

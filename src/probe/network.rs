@@ -218,7 +218,7 @@ pub struct NetFacts {
 }
 
 /// The facts when nothing asked for network probes: no connection at all.
-pub fn not_asked(policy: &Policy) -> NetFacts {
+pub fn not_asked(host: &Host, policy: &Policy) -> NetFacts {
     let reason = if policy.source.is_none() {
         "no policy and no --network-defaults: no destination was tried"
     } else {
@@ -226,7 +226,7 @@ pub fn not_asked(policy: &Policy) -> NetFacts {
     };
     NetFacts {
         reason: Some(reason.into()),
-        proxy: ProxyEnv::from_env().info,
+        proxy: ProxyEnv::from_env(host).info,
         ..Default::default()
     }
 }
@@ -300,7 +300,7 @@ fn plan(host: &Host, policy: &Policy, opts: &Options) -> (Vec<Planned>, Vec<Skip
         asked_by.push(why.to_string());
         let gw = std::cell::OnceCell::new();
         let gateway = || *gw.get_or_init(|| builtin::default_gateway(host));
-        let var = |n: &str| std::env::var(n).ok();
+        let var = |n: &str| host.env().get(n).map(str::to_string);
         for b in builtin::builtins() {
             let parsed =
                 builtin::expand(&b.url, &var, &gateway).and_then(|u| builtin::target_of(&u));
@@ -380,7 +380,7 @@ pub fn collect(host: &Host, policy: &Policy, opts: &Options, deadline: Instant) 
     let shared = Arc::new(Shared {
         resolver: ResolverConf::load(host),
         dial: opts.dial.clone(),
-        proxy: ProxyEnv::from_env(),
+        proxy: ProxyEnv::from_env(host),
         tls: needs_tls.then(|| Tls::load(host)),
     });
 

@@ -97,7 +97,7 @@ pub fn homes(host: &Host, users: &Users, mounts: Option<&MountFacts>) -> Vec<Pat
             add(PathBuf::from(home));
         }
     }
-    if let Some(h) = std::env::var_os("HOME") {
+    if let Some(h) = host.env().get("HOME") {
         let h = PathBuf::from(h);
         if h.is_absolute() && h != Path::new("/") {
             add(h);
@@ -299,14 +299,15 @@ pub fn under(home: &Path, rel: &str) -> PathBuf {
     }
 }
 
-/// A catalog `env` entry: "VAR" or "VAR/sub". Only absolute values count: a
+/// A catalog `env` entry: "VAR" or "VAR/sub", looked up in the environment
+/// the probes see (the tree's under `--root`). Only absolute values count: a
 /// relative one depends on a working directory this process does not share.
-pub fn env_path(entry: &str) -> Option<PathBuf> {
+pub fn env_path(host: &Host, entry: &str) -> Option<PathBuf> {
     let (var, sub) = match entry.split_once('/') {
         Some((v, s)) => (v, Some(s)),
         None => (entry, None),
     };
-    let v = std::env::var_os(var)?;
+    let v = host.env().get(var)?;
     let base = PathBuf::from(v);
     if !base.is_absolute() {
         return None;
@@ -350,6 +351,16 @@ mod tests {
 
     #[test]
     fn env_paths() {
-        assert_eq!(env_path("SELFPROBE_SURELY_UNSET_VAR/x"), None);
+        let h = Host::new(PathBuf::from("/nonexistent-tree"), Duration::from_secs(1));
+        assert_eq!(env_path(&h, "SELFPROBE_SURELY_UNSET_VAR/x"), None);
+        let h = h.with_env(crate::host::Environ::from_vars(vec![
+            ("CARGO_HOME".into(), "/opt/cargo".into()),
+            ("REL".into(), "relative/dir".into()),
+        ]));
+        assert_eq!(
+            env_path(&h, "CARGO_HOME/registry"),
+            Some(PathBuf::from("/opt/cargo/registry"))
+        );
+        assert_eq!(env_path(&h, "REL"), None, "relative values do not count");
     }
 }

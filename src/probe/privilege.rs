@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::catalog;
+use crate::facts::boundary::Boundary;
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
 use crate::policy::Policy;
@@ -105,10 +106,13 @@ pub fn collect(host: &Host) -> Result<PrivFacts, String> {
         .read("/proc/self/status")
         .map_err(|e| format!("cannot read /proc/self/status: {e}"))?;
     let mut f = from_status(&status)?;
-    match host.read("/proc/sys/kernel/cap_last_cap") {
-        Ok(t) => f.cap_last_cap = t.trim().parse().ok(),
-        Err(e) => f.incomplete.push(("cap_last_cap".into(), e.to_string())),
-    }
+    // Without it (gVisor has none) the bounding set stands in: no set can
+    // hold a capability above its highest bit, so nothing is lost, and a
+    // capability the kernel does not know is never named.
+    f.cap_last_cap = host
+        .read("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|t| t.trim().parse().ok());
     match host.read("/proc/self/uid_map") {
         Ok(t) => match parse_id_map(&t) {
             Ok(m) => f.uid_map = m,
@@ -156,9 +160,29 @@ pub fn cap_names(mask: u64, last: u32) -> Vec<String> {
         .collect()
 }
 
+/// The highest bit set in `mask`, if any.
+fn highest_bit(mask: u64) -> Option<u32> {
+    (mask != 0).then(|| 63 - mask.leading_zeros())
+}
+
 impl PrivFacts {
-    fn last_cap(&self) -> u32 {
-        self.cap_last_cap.unwrap_or(40)
+    /// The last capability the kernel knows: cap_last_cap, else the highest
+    /// bit of the bounding set (else of any set).
+    pub fn last_cap(&self) -> u32 {
+        let c = &self.caps;
+        self.cap_last_cap
+            .or_else(|| highest_bit(c.bounding))
+            .or_else(|| highest_bit(c.effective | c.permitted | c.inheritable | c.ambient))
+            .unwrap_or(0)
+            .min(63)
+    }
+
+    fn last_cap_source(&self) -> &'static str {
+        if self.cap_last_cap.is_some() {
+            "/proc/sys/kernel/cap_last_cap"
+        } else {
+            "the highest bit of the bounding set (no /proc/sys/kernel/cap_last_cap)"
+        }
     }
 
     pub fn is_root(&self) -> bool {
@@ -181,6 +205,8 @@ impl PrivFacts {
         json!({
             "uid": self.uid, "gid": self.gid,
             "cap_last_cap": self.cap_last_cap,
+            "caps_named_to": last,
+            "caps_named_to_source": self.last_cap_source(),
             "capabilities": {
                 "effective": cap_names(self.caps.effective, last),
                 "permitted": cap_names(self.caps.permitted, last),
@@ -234,9 +260,38 @@ fn lsm_unconfined(label: &str) -> bool {
         || l.contains(":initrc_t")
 }
 
-pub fn evaluate(p: &PrivFacts, policy: &Policy, sig: &PrivilegedSignals) -> Vec<Finding> {
+/// What a capability acts on, given the boundary: less than the host in a
+/// user namespace or behind a kernel of its own, which ranks it one step
+/// lower.
+fn cap_scope(b: &Boundary) -> (&'static str, bool) {
+    if b.is_sandbox() {
+        (
+            "it acts on gVisor's Sentry (a kernel in user space), not on the host kernel",
+            true,
+        )
+    } else if b.is_vm() {
+        ("it acts on the VM's own kernel, not on the host's", true)
+    } else if b.in_user_namespace() {
+        (
+            "in a user namespace: it acts only on what that namespace owns (its mounts, network and the files mapped to it), not on the host",
+            true,
+        )
+    } else if b.is_host() {
+        ("on the machine's own kernel", false)
+    } else {
+        ("on the host kernel", false)
+    }
+}
+
+pub fn evaluate(
+    p: &PrivFacts,
+    policy: &Policy,
+    sig: &PrivilegedSignals,
+    b: &Boundary,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     let last = p.last_cap();
+    let (scope, scoped_lower) = cap_scope(b);
 
     // Capabilities: held now (effective, permitted, ambient) at the catalog's
     // severity; only in the bounding set, one step lower, and only while
@@ -285,33 +340,54 @@ pub fn evaluate(p: &PrivFacts, policy: &Policy, sig: &PrivilegedSignals) -> Vec<
                 "in the bounding set: a setuid or file-capability binary can raise it (no_new_privs is not set)".to_string(),
             )
         };
+        let sev = if scoped_lower { sev.lowered() } else { sev };
         out.push(
-            Finding::new("priv.capability", &name, format!("{name}: {why}; {how}"))
-                .severity(sev)
-                .with("capability", name.clone())
-                .with("number", n)
-                .with("sets", sets)
-                .with("why", why),
+            Finding::new(
+                "priv.capability",
+                &name,
+                format!("{name}: {why}; {how}; {scope}"),
+            )
+            .severity(sev)
+            .with("capability", name.clone())
+            .with("number", n)
+            .with("sets", sets)
+            .with("why", why)
+            .with("acts_on", scope),
         );
     }
 
+    // Behind a kernel of its own the calls reach that kernel, which is
+    // itself confined on the host (gVisor's Sentry runs under its own
+    // seccomp filter; a VM's kernel behind the hypervisor): low there.
+    let seccomp_sev = |f: Finding| {
+        if b.own_kernel() {
+            f.severity(Severity::Low)
+        } else {
+            f
+        }
+    };
     match p.seccomp {
-        Some(0) => out.push(
+        Some(0) => out.push(seccomp_sev(
             Finding::new(
                 "priv.seccomp-disabled",
                 "seccomp",
-                "seccomp is disabled: every system call reaches the host kernel",
+                format!("seccomp is disabled: every system call reaches {}", b.kernel()),
             )
-            .with("seccomp", "disabled"),
-        ),
-        None => out.push(
+            .with("seccomp", "disabled")
+            .with("reaches", b.kernel()),
+        )),
+        None => out.push(seccomp_sev(
             Finding::new(
                 "priv.seccomp-disabled",
                 "seccomp",
-                "/proc/self/status has no Seccomp line: the kernel has no seccomp",
+                format!(
+                    "/proc/self/status has no Seccomp line: the kernel has no seccomp, and every system call reaches {}",
+                    b.kernel()
+                ),
             )
-            .with("seccomp", Value::Null),
-        ),
+            .with("seccomp", Value::Null)
+            .with("reaches", b.kernel()),
+        )),
         Some(_) => {}
     }
 
@@ -347,39 +423,78 @@ pub fn evaluate(p: &PrivFacts, policy: &Policy, sig: &PrivilegedSignals) -> Vec<
         _ => {}
     }
 
-    if p.is_root() && p.root_maps_to_host_root() {
-        out.push(
-            Finding::new(
-                "priv.root-without-userns",
-                "uid 0",
-                "running as uid 0 with uid 0 mapped to host uid 0: root here is root on the host",
-            )
-            .with("uid", p.uid.clone())
-            .with(
-                "uid_map",
-                p.uid_map
-                    .iter()
-                    .map(|(a, b, c)| format!("{a} {b} {c}"))
-                    .collect::<Vec<_>>(),
-            ),
-        );
+    let uid_map: Vec<String> = p
+        .uid_map
+        .iter()
+        .map(|(a, b, c)| format!("{a} {b} {c}"))
+        .collect();
+    if p.is_root() && p.root_maps_to_host_root() && !b.in_user_namespace() {
+        if b.own_kernel() {
+            out.push(
+                Finding::new(
+                    "priv.root-in-sandbox",
+                    "uid 0",
+                    format!(
+                        "running as uid 0 with uid 0 mapped to uid 0 in a {}: root here is root of {}; reaching the host takes an escape from it first",
+                        b.noun(),
+                        b.kernel()
+                    ),
+                )
+                .with("uid", p.uid.clone())
+                .with("uid_map", uid_map)
+                .with("boundary", b.noun()),
+            );
+        } else {
+            let msg = if b.is_host() {
+                "running as uid 0 in the machine's initial user namespace: this is root of the machine itself"
+            } else {
+                "running as uid 0 with uid 0 mapped to host uid 0: root here is root on the host"
+            };
+            out.push(
+                Finding::new("priv.root-without-userns", "uid 0", msg)
+                    .with("uid", p.uid.clone())
+                    .with("uid_map", uid_map),
+            );
+        }
     }
 
     let host_surface = sig.sysfs_writable
         || !sig.writable_kernel_interfaces.is_empty()
         || !sig.host_block_devices.is_empty();
-    if p.has_effective(CAP_SYS_ADMIN) && p.seccomp == Some(0) && host_surface {
-        out.push(
-            Finding::new(
-                "priv.privileged",
-                "container",
-                "the workspace runs privileged: CAP_SYS_ADMIN, no seccomp, and host kernel or device surfaces writable",
+    // On a host there is no container to run privileged: boundary.none
+    // and each signal's own finding (capabilities, kernel interfaces,
+    // block devices) say it, and "privileged" would claim a container that
+    // does not exist.
+    if p.has_effective(CAP_SYS_ADMIN) && p.seccomp == Some(0) && host_surface && !b.is_host() {
+        let (msg, lower) = if b.own_kernel() || b.in_user_namespace() {
+            (
+                format!(
+                    "the {} runs privileged: CAP_SYS_ADMIN, no seccomp, and kernel or device surfaces writable; {scope}",
+                    b.noun()
+                ),
+                true,
             )
-            .with("effective_capabilities", cap_names(p.caps.effective, last).len())
-            .with("seccomp", "disabled")
-            .with("sysfs_writable", sig.sysfs_writable)
-            .with("writable_kernel_interfaces", sig.writable_kernel_interfaces.clone())
-            .with("host_block_devices", sig.host_block_devices.clone()),
+        } else {
+            (
+                "the workspace runs privileged: CAP_SYS_ADMIN, no seccomp, and host kernel or device surfaces writable".to_string(),
+                false,
+            )
+        };
+        let f = Finding::new("priv.privileged", "container", msg);
+        let sev = f.severity;
+        out.push(
+            f.severity(if lower { sev.lowered() } else { sev })
+                .with(
+                    "effective_capabilities",
+                    cap_names(p.caps.effective, last).len(),
+                )
+                .with("seccomp", "disabled")
+                .with("sysfs_writable", sig.sysfs_writable)
+                .with(
+                    "writable_kernel_interfaces",
+                    sig.writable_kernel_interfaces.clone(),
+                )
+                .with("host_block_devices", sig.host_block_devices.clone()),
         );
     }
     out
@@ -388,6 +503,7 @@ pub fn evaluate(p: &PrivFacts, policy: &Policy, sig: &PrivilegedSignals) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facts::boundary::Kind;
 
     const PLAIN: &str = "Name:\tcat\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nCapInh:\t0000000000000000\nCapPrm:\t00000000a80425fb\nCapEff:\t00000000a80425fb\nCapBnd:\t00000000a80425fb\nCapAmb:\t0000000000000000\nNoNewPrivs:\t0\nSeccomp:\t2\nSeccomp_filters:\t1\n";
 
@@ -426,6 +542,7 @@ mod tests {
             &facts(PLAIN),
             &Policy::default(),
             &PrivilegedSignals::default(),
+            &Boundary::default(),
         );
         let c = codes(&fs);
         assert!(c.contains(&("priv.root-without-userns".into(), "uid 0".into())));
@@ -449,6 +566,7 @@ mod tests {
             &facts(&st),
             &Policy::default(),
             &PrivilegedSignals::default(),
+            &Boundary::default(),
         );
         let f = fs
             .iter()
@@ -456,7 +574,12 @@ mod tests {
             .expect("SYS_ADMIN reported");
         assert_eq!(f.severity, Severity::Critical);
         let pol = Policy::parse("p", "[capabilities]\nallow = [\"CAP_SYS_ADMIN\"]\n").unwrap();
-        let fs = evaluate(&facts(&st), &pol, &PrivilegedSignals::default());
+        let fs = evaluate(
+            &facts(&st),
+            &pol,
+            &PrivilegedSignals::default(),
+            &Boundary::default(),
+        );
         assert!(!fs.iter().any(|f| f.subject == "CAP_SYS_ADMIN"));
     }
 
@@ -471,6 +594,7 @@ mod tests {
             &facts(&st),
             &Policy::default(),
             &PrivilegedSignals::default(),
+            &Boundary::default(),
         );
         let f = fs.iter().find(|f| f.subject == "CAP_SYS_ADMIN").unwrap();
         assert_eq!(f.severity, Severity::High);
@@ -480,6 +604,7 @@ mod tests {
             &facts(&st),
             &Policy::default(),
             &PrivilegedSignals::default(),
+            &Boundary::default(),
         );
         assert!(!fs.iter().any(|f| f.code == "priv.capability"));
         assert!(!fs.iter().any(|f| f.code == "priv.no-new-privs-unset"));
@@ -494,6 +619,7 @@ mod tests {
             &facts(&st),
             &Policy::default(),
             &PrivilegedSignals::default(),
+            &Boundary::default(),
         );
         assert!(!fs.iter().any(|f| f.code == "priv.privileged"));
         assert!(fs.iter().any(|f| f.code == "priv.seccomp-disabled"));
@@ -501,7 +627,7 @@ mod tests {
             sysfs_writable: true,
             ..Default::default()
         };
-        let fs = evaluate(&facts(&st), &Policy::default(), &sig);
+        let fs = evaluate(&facts(&st), &Policy::default(), &sig, &Boundary::default());
         assert!(fs.iter().any(|f| f.code == "priv.privileged"));
     }
 
@@ -509,8 +635,125 @@ mod tests {
     fn user_namespace_root_is_not_host_root() {
         let mut f = facts(PLAIN);
         f.uid_map = vec![(0, 100000, 65536)];
-        let fs = evaluate(&f, &Policy::default(), &PrivilegedSignals::default());
+        let fs = evaluate(
+            &f,
+            &Policy::default(),
+            &PrivilegedSignals::default(),
+            &Boundary::default(),
+        );
         assert!(!fs.iter().any(|f| f.code == "priv.root-without-userns"));
+    }
+
+    fn boundary(kind: Kind, rootless: bool) -> Boundary {
+        Boundary {
+            kind,
+            rootless: Some(rootless),
+            ..Boundary::default()
+        }
+    }
+
+    #[test]
+    fn under_gvisor_the_sentry_is_named_and_ranks_lower() {
+        // Captured under Debian's runsc: Seccomp 0, uid 0 mapped to 0, no
+        // cap_last_cap.
+        let st = PLAIN
+            .replace("a80425fb", "a80405fb")
+            .replace("Seccomp:\t2", "Seccomp:\t0");
+        let mut f = facts(&st);
+        f.cap_last_cap = None;
+        let b = boundary(Kind::Sandbox, false);
+        let fs = evaluate(&f, &Policy::default(), &PrivilegedSignals::default(), &b);
+        let sc = fs
+            .iter()
+            .find(|f| f.code == "priv.seccomp-disabled")
+            .unwrap();
+        assert_eq!(sc.severity, Severity::Low);
+        assert!(sc.message.contains("Sentry") && !sc.message.contains("reaches the host kernel"));
+        assert!(!fs.iter().any(|f| f.code == "priv.root-without-userns"));
+        let root = fs
+            .iter()
+            .find(|f| f.code == "priv.root-in-sandbox")
+            .unwrap();
+        assert!(root.message.contains("Sentry"), "{}", root.message);
+        let dac = fs.iter().find(|f| f.subject == "CAP_DAC_OVERRIDE").unwrap();
+        assert_eq!(dac.severity, Severity::Low, "medium, one step lower");
+        assert!(dac.message.contains("Sentry"));
+        assert_eq!(
+            f.last_cap(),
+            31,
+            "the bounding set's highest bit: CAP_SETFCAP"
+        );
+    }
+
+    #[test]
+    fn rootless_capabilities_act_on_the_namespace_and_root_is_not_host_root() {
+        let mut f = facts(&PLAIN.replace("a80425fb", "a82425fb"));
+        f.uid_map = vec![(0, 1000, 1), (1, 100000, 65536)];
+        let b = boundary(Kind::Container, true);
+        let fs = evaluate(&f, &Policy::default(), &PrivilegedSignals::default(), &b);
+        assert!(!fs.iter().any(|f| f.code == "priv.root-without-userns"));
+        assert!(!fs.iter().any(|f| f.code == "priv.root-in-sandbox"));
+        let sa = fs.iter().find(|f| f.subject == "CAP_SYS_ADMIN").unwrap();
+        assert_eq!(sa.severity, Severity::High, "critical, one step lower");
+        assert!(sa.message.contains("user namespace"), "{}", sa.message);
+    }
+
+    #[test]
+    fn on_a_host_nothing_is_called_a_privileged_container() {
+        let st = PLAIN
+            .replace("00000000a80425fb", "000001ffffffffff")
+            .replace("Seccomp:\t2", "Seccomp:\t0");
+        let sig = PrivilegedSignals {
+            sysfs_writable: true,
+            ..Default::default()
+        };
+        let b = boundary(Kind::Host, false);
+        let fs = evaluate(&facts(&st), &Policy::default(), &sig, &b);
+        assert!(!fs.iter().any(|f| f.code == "priv.privileged"));
+        // Nothing calls the machine a container (the capability catalog's
+        // "container escape" names a kind of escape, not this workspace).
+        for f in &fs {
+            for claim in ["the container", "this container", "container's"] {
+                assert!(!f.message.contains(claim), "{}", f.message);
+            }
+        }
+        let root = fs
+            .iter()
+            .find(|f| f.code == "priv.root-without-userns")
+            .unwrap();
+        assert!(root.message.contains("root of the machine"));
+        let sa = fs.iter().find(|f| f.subject == "CAP_SYS_ADMIN").unwrap();
+        assert_eq!(sa.severity, Severity::Critical);
+    }
+
+    #[test]
+    fn capabilities_are_named_only_up_to_what_the_kernel_knows() {
+        // A kernel before CAP_PERFMON (38), CAP_BPF (39) and
+        // CAP_CHECKPOINT_RESTORE (40): a full set is 0x3fffffffff.
+        let st = PLAIN.replace("00000000a80425fb", "0000003fffffffff");
+        let mut f = facts(&st);
+        f.cap_last_cap = None;
+        assert_eq!(f.last_cap(), 37);
+        let fs = evaluate(
+            &f,
+            &Policy::default(),
+            &PrivilegedSignals::default(),
+            &Boundary::default(),
+        );
+        for c in ["CAP_PERFMON", "CAP_BPF", "CAP_CHECKPOINT_RESTORE"] {
+            assert!(!fs.iter().any(|f| f.subject == c), "{c}");
+        }
+        assert!(
+            fs.iter().any(|f| f.subject == "CAP_AUDIT_READ"),
+            "bit 37 is named"
+        );
+        let inv = f.inventory();
+        assert_eq!(inv["caps_named_to"], 37);
+        assert!(!inv["capabilities"]["bounding"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "CAP_BPF"));
     }
 
     #[test]

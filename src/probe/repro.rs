@@ -688,10 +688,10 @@ fn identity(host: &Host, mounts: Option<&MountFacts>) -> ImageIdentity {
             });
         }
     }
-    if let Ok(c) = std::env::var("container") {
-        id.markers.push(format!("$container={}", short(&c)));
+    if let Some(c) = host.env().get("container") {
+        id.markers.push(format!("$container={}", short(c)));
         id.engine.get_or_insert(Hint {
-            value: short(&c),
+            value: short(c),
             source: "$container".into(),
         });
     }
@@ -1124,7 +1124,7 @@ pub fn evaluate(f: &ReproFacts) -> Vec<Finding> {
             .map(|r| format!("{} ({})", r.value, r.source))
             .collect();
         let message = if recipes.is_empty() {
-            "nothing says how to rebuild this container: no devcontainer.json, Containerfile, \
+            "nothing says how to rebuild this environment: no devcontainer.json, Containerfile, \
              Dockerfile, compose file or flake in the workspace, and no image digest from the engine"
                 .to_string()
         } else if refs.is_empty() {

@@ -131,14 +131,16 @@ fn expand(host: &Host, pattern: &str) -> Vec<PathBuf> {
     acc
 }
 
-fn env_candidates(out: &mut Vec<Candidate>, tcp: &mut Vec<(String, String)>) {
+fn env_candidates(host: &Host, out: &mut Vec<Candidate>, tcp: &mut Vec<(String, String)>) {
     for var in [
         "DOCKER_HOST",
         "CONTAINER_HOST",
         "BUILDKIT_HOST",
         "CONTAINERD_ADDRESS",
     ] {
-        let Ok(v) = std::env::var(var) else { continue };
+        let Some(v) = host.env().get(var) else {
+            continue;
+        };
         let v = v.trim().to_string();
         if v.is_empty() {
             continue;
@@ -227,7 +229,7 @@ pub fn collect(host: &Host, mounts: Option<&MountFacts>, deadline: Instant) -> S
             });
         }
     }
-    env_candidates(&mut cands, &mut facts.tcp_endpoints);
+    env_candidates(host, &mut cands, &mut facts.tcp_endpoints);
     if let Some(m) = mounts {
         // The catalog's paths inside a host surface: /var/run/docker.sock of
         // a host root at /host is /host/var/run/docker.sock, and of the

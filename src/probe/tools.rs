@@ -102,10 +102,11 @@ pub struct ToolRun {
     pub reason: Option<String>,
 }
 
-/// The PATH searched: this process's, absolute entries only (a relative
-/// entry such as "." would make the answer depend on the working directory).
-pub fn search_path() -> Vec<PathBuf> {
-    let raw = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.to_string());
+/// The PATH searched: the environment's (the tree's under `--root`), else
+/// the default a shell would use; absolute entries only (a relative entry
+/// such as "." would make the answer depend on the working directory).
+pub fn search_path(host: &Host) -> Vec<PathBuf> {
+    let raw = host.env().get("PATH").unwrap_or(DEFAULT_PATH);
     let mut out: Vec<PathBuf> = Vec::new();
     for d in raw.split(':') {
         let p = PathBuf::from(d);
@@ -142,16 +143,16 @@ fn refuse(meta: &std::fs::Metadata) -> Option<String> {
 
 /// Finds each tool on PATH and, on a live system, runs it.
 pub fn observe(host: &Host, deadline: Instant) -> Vec<ToolRun> {
-    let path = search_path();
+    let path = search_path(host);
     let joined = path
         .iter()
         .map(|p| p.to_string_lossy().into_owned())
         .collect::<Vec<_>>()
         .join(":");
     let mut env: Vec<(String, String)> = vec![("PATH".into(), joined)];
-    if let Ok(h) = std::env::var("HOME") {
+    if let Some(h) = host.env().get("HOME") {
         if h.starts_with('/') {
-            env.push(("HOME".into(), h));
+            env.push(("HOME".into(), h.to_string()));
         }
     }
     env.extend(

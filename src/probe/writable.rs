@@ -12,6 +12,7 @@ use nix::unistd::AccessFlags;
 use serde::Serialize;
 
 use crate::catalog;
+use crate::facts::boundary::Boundary;
 use crate::finding::Finding;
 use crate::host::{Cleanup, Host};
 use crate::probe::mounts::{MountClass, MountFacts};
@@ -160,7 +161,7 @@ fn prove_write(host: &Host, dir: &Path, cleanup: &Cleanup, run_id: &str) -> Stri
     }
 }
 
-pub fn evaluate(f: &WritableFacts) -> Vec<Finding> {
+pub fn evaluate(f: &WritableFacts, b: &Boundary) -> Vec<Finding> {
     let mut out = Vec::new();
     for p in &f.host_paths {
         if p.allowed {
@@ -198,23 +199,48 @@ pub fn evaluate(f: &WritableFacts) -> Vec<Finding> {
             crate::finding::Severity::Critical,
             "host kernel interface".into(),
         ));
+        // Behind a kernel of its own the file is that kernel's (the
+        // Sentry's, the VM's): one step lower, and said.
+        let (sev, whose) = if b.own_kernel() {
+            (
+                sev.lowered(),
+                format!("; here it is the interface of {}", b.kernel()),
+            )
+        } else {
+            (sev, String::new())
+        };
         out.push(
             Finding::new(
                 "write.kernel-interface",
                 &k.path,
-                format!("{} is writable: {why}", k.path),
+                format!("{} is writable: {why}{whose}", k.path),
             )
             .severity(sev)
+            .with("kernel", b.kernel())
             .with("path", k.path.clone())
             .with("checked_with", "access(2)"),
         );
     }
     if f.rootfs_writable && !f.rootfs_read_only_mount {
-        let mut fnd = Finding::new(
-            "write.rootfs",
-            "/",
-            "the container's root filesystem is writable: tools and configuration can drift during the run",
-        )
+        // On a host nothing discards the changes at teardown: they persist
+        // into every later run, so it ranks higher.
+        let mut fnd = if b.is_host() {
+            Finding::new(
+                "write.rootfs",
+                "/",
+                "the machine's root filesystem is writable by this process: tools and configuration drift, and no container layer discards the changes when the task ends",
+            )
+            .severity(crate::finding::Severity::Medium)
+        } else {
+            Finding::new(
+                "write.rootfs",
+                "/",
+                format!(
+                    "the {}'s root filesystem is writable: tools and configuration can drift during the run",
+                    b.noun()
+                ),
+            )
+        }
         .with("checked_with", "access(2)");
         if let Some(t) = &f.rootfs_write_test {
             fnd = fnd.with("write_test", t.clone());

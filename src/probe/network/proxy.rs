@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::http::base64;
 use super::target::{self, HostName, Scheme, Target};
+use crate::host::Host;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProxyInfo {
@@ -50,8 +51,10 @@ pub struct ProxyEnv {
 }
 
 impl ProxyEnv {
-    pub fn from_env() -> ProxyEnv {
-        ProxyEnv::from_vars(|k| std::env::var(k).ok())
+    /// The proxies of the environment the probes see (the tree's under
+    /// `--root`, never the caller's).
+    pub fn from_env(host: &Host) -> ProxyEnv {
+        ProxyEnv::from_vars(|k| host.env().get(k).map(str::to_string))
     }
 
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> ProxyEnv {

@@ -103,9 +103,11 @@ impl Tls {
             roots: RootCertStore::empty(),
             seen: HashSet::new(),
         };
-        let env_file = std::env::var("SSL_CERT_FILE")
-            .ok()
-            .filter(|v| v.starts_with('/'));
+        let env_file = host
+            .env()
+            .get("SSL_CERT_FILE")
+            .filter(|v| v.starts_with('/'))
+            .map(str::to_string);
         let candidates = env_file
             .iter()
             .map(String::as_str)
@@ -128,7 +130,7 @@ impl Tls {
                 Err(e) => tried.push(format!("{path}: {e}")),
             }
         }
-        let env_dirs = std::env::var("SSL_CERT_DIR").unwrap_or_default();
+        let env_dirs = host.env().get("SSL_CERT_DIR").unwrap_or_default();
         for dir in env_dirs.split(':').filter(|d| d.starts_with('/')) {
             match got.add_dir(host, dir) {
                 Ok(n) if n > 0 => used.push(format!("{dir} (SSL_CERT_DIR)")),

@@ -11,10 +11,8 @@ use serde::Serialize;
 
 use super::rules::env_secrets;
 use super::short;
-use crate::host::{read_regular, Host};
+use crate::host::{read_regular, Host, MAX_ENVIRON};
 
-/// /proc/PID/environ is bounded by ARG_MAX; more than this is not a real one.
-const MAX_ENVIRON: u64 = 256 * 1024;
 const MAX_PROCESSES: usize = 4096;
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -47,20 +45,7 @@ pub struct ProcHit {
     pub variables: Vec<EnvHit>,
 }
 
-/// NUL-separated NAME=value pairs, as in /proc/PID/environ.
-pub fn parse_environ(bytes: &[u8]) -> Vec<(String, String)> {
-    bytes
-        .split(|b| *b == 0)
-        .filter(|kv| !kv.is_empty())
-        .filter_map(|kv| {
-            let eq = kv.iter().position(|b| *b == b'=')?;
-            Some((
-                String::from_utf8_lossy(&kv[..eq]).into_owned(),
-                String::from_utf8_lossy(&kv[eq + 1..]).into_owned(),
-            ))
-        })
-        .collect()
-}
+pub use crate::host::parse_environ;
 
 /// The real uid of a /proc/PID/status file: the first number of its Uid line.
 pub fn status_uid(status: &str) -> Option<u32> {
@@ -71,23 +56,10 @@ pub fn status_uid(status: &str) -> Option<u32> {
 }
 
 /// This process's environment: the live one, or the fixture tree's
-/// /proc/self/environ under `--root`, so tests never see the environment
-/// of whoever runs them.
-pub fn own_environ(host: &Host) -> Vec<(String, String)> {
-    if host.is_live() {
-        std::env::vars_os()
-            .map(|(k, v)| {
-                (
-                    k.to_string_lossy().into_owned(),
-                    v.to_string_lossy().into_owned(),
-                )
-            })
-            .collect()
-    } else {
-        read_regular(&host.path("/proc/self/environ"), MAX_ENVIRON)
-            .map(|b| parse_environ(&b))
-            .unwrap_or_default()
-    }
+/// /proc/self/environ under `--root` (src/host.rs), so tests never see the
+/// environment of whoever runs them. None when the tree has none.
+pub fn own_environ(host: &Host) -> Option<Vec<(String, String)>> {
+    host.env().known().then(|| host.env().vars().to_vec())
 }
 
 pub fn scan(vars: &[(String, String)]) -> Vec<EnvHit> {

@@ -1,0 +1,1177 @@
+//! The boundary (DESIGN.md §11): which kind of isolation this process runs
+//! in, gathered once and read by the probes whose findings depend on it.
+//! Every finding is about a boundary, so the first fact is which one
+//! exists: namespaces on the host's kernel (a container), a kernel in user
+//! space (gVisor), a VM of its own (Kata), or none (the machine itself).
+//!
+//! Each field comes with the evidence that decided it. Everything is read
+//! through the root path, so a fixture tree answers as a live system does,
+//! and nothing is run or connected to. Where the evidence is missing the
+//! field says "unknown"; a kind that cannot be told is a probe.incomplete,
+//! never a pass.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::finding::Finding;
+use crate::host::{read_regular, Host, MAX_ENVIRON};
+
+/// include/linux/proc_ns.h: initial namespaces have fixed inode numbers.
+/// Dynamic ones start at 0xF0000000, so a match cannot be a coincidence.
+/// NET and MNT got fixed numbers only in recent kernels (6.18 here shows
+/// them); older kernels give init_net and the initial mount namespace a
+/// dynamic number, hence the corroboration below (kthreadd, PID 1's mount
+/// namespace).
+pub const INIT_INODES: &[(&str, u64)] = &[
+    ("ipc", 0xEFFF_FFFF),
+    ("uts", 0xEFFF_FFFE),
+    ("user", 0xEFFF_FFFD),
+    ("pid", 0xEFFF_FFFC),
+    ("cgroup", 0xEFFF_FFFB),
+    ("time", 0xEFFF_FFFA),
+    ("net", 0xEFFF_FFF9),
+    ("mnt", 0xEFFF_FFF8),
+];
+
+/// The build string gVisor's Sentry reports for every kernel release it
+/// emulates (pkg/sentry/syscalls/linux/linux64.go: "4.4.0" in older
+/// releases, "4.19.0-gvisor" in newer ones): no Linux build has it.
+pub const GVISOR_BUILD: &str = "#1 SMP Sun Jan 10 15:06:54 PST 2016";
+
+pub fn init_inode(name: &str) -> Option<u64> {
+    INIT_INODES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, i)| *i)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// Namespaces on the host's kernel (runc, crun, LXC).
+    Container,
+    /// A kernel in user space between the workload and the host (gVisor).
+    Sandbox,
+    /// A container whose kernel is a VM of its own (Kata).
+    VmContainer,
+    /// No container: the machine's (or VM's) own namespaces.
+    Host,
+    #[default]
+    Unknown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Engine {
+    Docker,
+    Podman,
+    /// containerd, directly or as Kubernetes' CRI runtime.
+    Containerd,
+    CriO,
+    /// LXC, LXD or Incus.
+    Lxc,
+    /// No engine: the kind is host.
+    None,
+    #[default]
+    Unknown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub enum Runtime {
+    /// An OCI runtime on the host kernel; runc and crun cannot be told
+    /// apart from inside.
+    #[serde(rename = "runc/crun")]
+    RuncCrun,
+    #[serde(rename = "runsc")]
+    Runsc,
+    #[serde(rename = "kata")]
+    Kata,
+    #[serde(rename = "lxc")]
+    Lxc,
+    #[serde(rename = "none")]
+    None,
+    #[default]
+    #[serde(rename = "unknown")]
+    Unknown,
+}
+
+/// The hypervisor under the kernel this process sees. Under a container it
+/// is the host machine's; under gVisor what the Sentry passes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Virtualized {
+    Kvm,
+    Firecracker,
+    /// Hyper-V, WSL2 among them.
+    Hyperv,
+    /// QEMU without KVM (TCG), or QEMU whose accelerator is not shown.
+    Qemu,
+    Xen,
+    Vmware,
+    Virtualbox,
+    /// No hypervisor flag: bare metal.
+    None,
+    #[default]
+    Unknown,
+}
+
+/// One observation and what it told.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Evidence {
+    /// The field it decided or supported: kind, engine, runtime, rootless,
+    /// virtualized.
+    pub field: &'static str,
+    /// Where it was read.
+    pub source: String,
+    /// What was there (short, never an environment value but $container).
+    pub seen: String,
+    pub means: String,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Boundary {
+    pub kind: Kind,
+    pub engine: Engine,
+    pub runtime: Runtime,
+    /// uid 0 here maps to a non-zero host uid (or is not mapped at all in a
+    /// user namespace of its own); None when /proc/self/uid_map is unread.
+    pub rootless: Option<bool>,
+    pub virtualized: Virtualized,
+    /// WSL2: Hyper-V with Microsoft's kernel.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub wsl: bool,
+    pub evidence: Vec<Evidence>,
+    /// Sources that could not be read, with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unread: Vec<String>,
+}
+
+/// What the decision rests on, read once from the root path; `decide` is
+/// pure so the unit tests feed it captured text.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs {
+    /// /proc/self/ns/* inodes.
+    pub ns: BTreeMap<String, u64>,
+    /// /proc/1/ns/mnt inode (readable by root or PID 1's owner).
+    pub pid1_mnt: Option<u64>,
+    /// /proc/2 is kthreadd: only the initial PID namespace sees it.
+    pub kthreadd: Option<bool>,
+    pub version: Option<String>,
+    pub osrelease: Option<String>,
+    pub cmdline: Option<String>,
+    pub mountinfo: Option<String>,
+    pub uid_map: Option<String>,
+    pub cgroup: Option<String>,
+    /// `container=` of this process's environment, then of PID 1's.
+    pub container_env: Option<(String, String)>,
+    pub kubernetes_env: bool,
+    pub dockerenv: bool,
+    pub containerenv: Option<String>,
+    pub cpu_hypervisor: Option<bool>,
+    pub dmi_vendor: Option<String>,
+    pub dmi_product: Option<String>,
+    pub sys_hypervisor: Option<String>,
+    /// OEM ID of the ACPI DSDT (bytes 10..16): Firecracker writes "FIRECK".
+    pub acpi_oem: Option<String>,
+    pub clocksources: Option<String>,
+    pub unread: Vec<String>,
+}
+
+fn short(s: &str, n: usize) -> String {
+    let s = s.trim();
+    let mut out: String = s.chars().filter(|c| !c.is_control()).take(n).collect();
+    if s.chars().count() > n {
+        out.push('…');
+    }
+    out
+}
+
+/// The value of `name` in a NUL-separated environ, and nothing else of it:
+/// PID 1's environment may hold secrets, and only $container is kept.
+fn environ_value(bytes: &[u8], name: &str) -> Option<String> {
+    let prefix = format!("{name}=");
+    bytes
+        .split(|b| *b == 0)
+        .find_map(|kv| kv.strip_prefix(prefix.as_bytes()))
+        .map(|v| short(&String::from_utf8_lossy(v), 64))
+}
+
+fn ns_inode(link: &str) -> Option<u64> {
+    let start = link.find('[')? + 1;
+    let end = link[start..].find(']')? + start;
+    link[start..end].parse().ok()
+}
+
+impl Inputs {
+    pub fn read(host: &Host) -> Inputs {
+        let mut i = Inputs::default();
+        let text = |p: &str, unread: &mut Vec<String>| -> Option<String> {
+            match host.read(p) {
+                Ok(t) => Some(t),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => {
+                    unread.push(format!("{p}: {e}"));
+                    None
+                }
+            }
+        };
+        let mut unread = Vec::new();
+        for (name, _) in INIT_INODES {
+            if let Some(ino) = host
+                .read_link(format!("/proc/self/ns/{name}"))
+                .ok()
+                .and_then(|l| ns_inode(&l.to_string_lossy()))
+            {
+                i.ns.insert(name.to_string(), ino);
+            }
+        }
+        i.pid1_mnt = host
+            .read_link("/proc/1/ns/mnt")
+            .ok()
+            .and_then(|l| ns_inode(&l.to_string_lossy()));
+        i.kthreadd = match host.read("/proc/2/status") {
+            Ok(s) => Some(
+                s.lines()
+                    .next()
+                    .is_some_and(|l| l.trim_start_matches("Name:").trim() == "kthreadd"),
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                host.path("/proc/self").is_dir().then_some(false)
+            }
+            Err(_) => None,
+        };
+        i.version = text("/proc/version", &mut unread);
+        i.osrelease = text("/proc/sys/kernel/osrelease", &mut unread);
+        i.cmdline = text("/proc/cmdline", &mut unread);
+        i.mountinfo = text("/proc/self/mountinfo", &mut unread);
+        i.uid_map = text("/proc/self/uid_map", &mut unread);
+        i.cgroup = text("/proc/self/cgroup", &mut unread);
+        i.containerenv = text("/run/.containerenv", &mut unread).map(|t| short(&t, 512));
+        i.dockerenv = std::fs::symlink_metadata(host.path("/.dockerenv")).is_ok();
+        let env = host.env();
+        i.container_env = env
+            .get("container")
+            .map(|v| ("$container".to_string(), short(v, 64)))
+            .or_else(|| {
+                read_regular(&host.path("/proc/1/environ"), MAX_ENVIRON)
+                    .ok()
+                    .and_then(|b| environ_value(&b, "container"))
+                    .map(|v| ("/proc/1/environ container".to_string(), v))
+            });
+        i.kubernetes_env = env.get("KUBERNETES_SERVICE_HOST").is_some();
+        i.cpu_hypervisor = text("/proc/cpuinfo", &mut unread).map(|t| {
+            t.lines()
+                .filter(|l| l.starts_with("flags"))
+                .any(|l| l.split_whitespace().any(|f| f == "hypervisor"))
+        });
+        i.dmi_vendor = text("/sys/class/dmi/id/sys_vendor", &mut unread).map(|t| short(&t, 80));
+        i.dmi_product = text("/sys/class/dmi/id/product_name", &mut unread).map(|t| short(&t, 80));
+        i.sys_hypervisor = text("/sys/hypervisor/type", &mut unread).map(|t| short(&t, 32));
+        i.clocksources = text(
+            "/sys/devices/system/clocksource/clocksource0/available_clocksource",
+            &mut unread,
+        );
+        // Root-only (0400); 16 bytes are the table header up to the OEM ID.
+        i.acpi_oem = read_regular(&host.path("/sys/firmware/acpi/tables/DSDT"), 16)
+            .ok()
+            .filter(|b| b.len() == 16)
+            .map(|b| String::from_utf8_lossy(&b[10..16]).trim().to_string());
+        i.unread = unread;
+        i
+    }
+}
+
+/// The part of a mountinfo line this module needs. Lines that do not parse
+/// are skipped here: the mounts probe reports them.
+struct Line<'a> {
+    root: &'a str,
+    mount_point: &'a str,
+    fstype: &'a str,
+    source: &'a str,
+    super_options: &'a str,
+}
+
+fn lines(mountinfo: &str) -> Vec<Line<'_>> {
+    mountinfo
+        .lines()
+        .filter_map(|l| {
+            let (pre, post) = l.split_once(" - ")?;
+            let f: Vec<&str> = pre.split(' ').collect();
+            let p: Vec<&str> = post.split(' ').collect();
+            Some(Line {
+                root: f.get(3)?,
+                mount_point: f.get(4)?,
+                fstype: p.first()?,
+                source: p.get(1).copied().unwrap_or(""),
+                super_options: p.get(2).copied().unwrap_or(""),
+            })
+        })
+        .collect()
+}
+
+struct Decider {
+    evidence: Vec<Evidence>,
+}
+
+impl Decider {
+    fn saw(&mut self, field: &'static str, source: &str, seen: &str, means: &str) {
+        self.evidence.push(Evidence {
+            field,
+            source: source.to_string(),
+            seen: short(seen, 160),
+            means: means.to_string(),
+        });
+    }
+}
+
+/// The engine markers found, before they are weighed.
+#[derive(Default)]
+struct Marks {
+    kubernetes: bool,
+    docker: bool,
+    podman: bool,
+    /// containers/storage (podman and CRI-O share it).
+    containers_storage: bool,
+    containerd: bool,
+    crio: bool,
+    lxc: bool,
+}
+
+impl Marks {
+    fn any(&self) -> bool {
+        self.kubernetes
+            || self.docker
+            || self.podman
+            || self.containers_storage
+            || self.containerd
+            || self.crio
+            || self.lxc
+    }
+}
+
+pub fn decide(i: &Inputs) -> Boundary {
+    let mut d = Decider {
+        evidence: Vec::new(),
+    };
+    let mounts = i.mountinfo.as_deref().map(lines).unwrap_or_default();
+    let root_mount = mounts.iter().rev().find(|m| m.mount_point == "/");
+
+    // gVisor: the Sentry's fixed build string, its boot line, the gofer's
+    // 9p root.
+    let mut sandbox = false;
+    if let Some(v) = i.version.as_deref().filter(|v| v.contains(GVISOR_BUILD)) {
+        d.saw(
+            "kind",
+            "/proc/version",
+            v,
+            "gVisor's fixed kernel build string: system calls reach its Sentry",
+        );
+        sandbox = true;
+    }
+    if let Some(r) = i.osrelease.as_deref().filter(|r| r.contains("gvisor")) {
+        d.saw(
+            "kind",
+            "/proc/sys/kernel/osrelease",
+            r,
+            "a gVisor kernel release",
+        );
+        sandbox = true;
+    }
+    if let Some(c) = i.cmdline.as_deref().filter(|c| c.contains("gvisor")) {
+        d.saw("kind", "/proc/cmdline", c, "gVisor's boot line");
+        sandbox = true;
+    }
+    if let Some(m) = root_mount.filter(|m| m.fstype == "9p" && m.super_options.contains("trans=fd"))
+    {
+        d.saw(
+            "kind",
+            "/proc/self/mountinfo",
+            &format!("/ on 9p {}", m.super_options),
+            "a 9p root served over a file descriptor: gVisor's gofer",
+        );
+        sandbox = true;
+    }
+
+    // Kata: the shared directory the runtime exports into its VM.
+    let mut vm = false;
+    if let Some(m) = mounts.iter().find(|m| m.source == "kataShared") {
+        d.saw(
+            "kind",
+            "/proc/self/mountinfo",
+            &format!("{} on {} kataShared", m.mount_point, m.fstype),
+            "Kata's shared directory: the container runs in a VM of its own",
+        );
+        vm = true;
+    }
+    if let Some(m) = mounts.iter().find(|m| m.root.contains("/kata-containers/")) {
+        d.saw(
+            "kind",
+            "/proc/self/mountinfo",
+            &format!("{} from {}", m.mount_point, m.root),
+            "a file of Kata's guest-side shared directory",
+        );
+        vm = true;
+    }
+    if let Some(c) = i.cmdline.as_deref().filter(|c| {
+        c.contains("kata-containers.target")
+            || c.contains("agent.log=")
+            || c.contains("agent.debug_console")
+    }) {
+        d.saw(
+            "kind",
+            "/proc/cmdline",
+            c,
+            "the guest kernel's boot line names the Kata agent",
+        );
+        vm = true;
+    }
+
+    // Engine markers.
+    let mut marks = Marks::default();
+    if let Some(ce) = &i.containerenv {
+        let engine = ce
+            .lines()
+            .find_map(|l| l.strip_prefix("engine="))
+            .map(|e| e.trim_matches('"').to_string());
+        d.saw(
+            "engine",
+            "/run/.containerenv",
+            engine.as_deref().unwrap_or("(present)"),
+            "written by podman (and CRI-O) into each container",
+        );
+        marks.podman = true;
+    }
+    if let Some(cg) = &i.cgroup {
+        for path in cg.lines().filter_map(|l| l.splitn(3, ':').nth(2)) {
+            let mut hit = |what: &str, flag: &mut bool| {
+                if !*flag {
+                    d.saw("engine", "/proc/self/cgroup", path, what);
+                }
+                *flag = true;
+            };
+            if path.contains("crio-") {
+                hit("a CRI-O container's cgroup", &mut marks.crio);
+            }
+            if path.contains("cri-containerd") {
+                hit("a containerd CRI container's cgroup", &mut marks.containerd);
+            }
+            if path.contains("libpod") {
+                hit("a podman container's cgroup", &mut marks.podman);
+            }
+            if path.contains("/docker/") || path.contains("docker-") {
+                hit("a Docker container's cgroup", &mut marks.docker);
+            }
+            if path.contains("/lxc/") || path.contains("lxc.payload") {
+                hit("an LXC container's cgroup", &mut marks.lxc);
+            }
+            if path.contains("kubepods") {
+                hit("a Kubernetes pod's cgroup", &mut marks.kubernetes);
+            }
+        }
+    }
+    for m in &mounts {
+        let r = m.root;
+        let mut hit = |what: &str, flag: &mut bool| {
+            if !*flag {
+                d.saw(
+                    "engine",
+                    "/proc/self/mountinfo",
+                    &format!("{} from {r}", m.mount_point),
+                    what,
+                );
+            }
+            *flag = true;
+        };
+        if r.contains("/docker/containers/") {
+            hit("a file of Docker's container storage", &mut marks.docker);
+        }
+        if r.contains("-containers/") && r.contains("/userdata/") {
+            hit(
+                "a file of containers/storage (podman, CRI-O)",
+                &mut marks.containers_storage,
+            );
+        }
+        if r.contains("/io.containerd.") || r.contains("/containerd/") {
+            hit("a file of containerd's state", &mut marks.containerd);
+        }
+        if r.contains("/kubelet/pods/") {
+            hit("a file of a kubelet pod", &mut marks.kubernetes);
+        }
+        if r.contains("/lxc/") || r.contains("/lxd/") || r.contains("/incus/") {
+            hit("a file of LXC, LXD or Incus", &mut marks.lxc);
+        }
+    }
+    if let Some((src, v)) = &i.container_env {
+        let what = match v.as_str() {
+            "podman" => Some(&mut marks.podman),
+            "docker" => Some(&mut marks.docker),
+            "lxc" | "lxc-libvirt" => Some(&mut marks.lxc),
+            "crio" | "cri-o" => Some(&mut marks.crio),
+            _ => None,
+        };
+        d.saw(
+            "engine",
+            src,
+            v,
+            "the container= variable engines set for systemd",
+        );
+        if let Some(flag) = what {
+            *flag = true;
+        }
+    }
+    if i.kubernetes_env {
+        d.saw(
+            "engine",
+            "environment",
+            "KUBERNETES_SERVICE_HOST",
+            "a Kubernetes pod",
+        );
+        marks.kubernetes = true;
+    }
+    if i.dockerenv {
+        d.saw(
+            "engine",
+            "/.dockerenv",
+            "(present)",
+            "written by Docker into each container (it outlives an image built from one)",
+        );
+    }
+
+    // Namespaces.
+    let own = |n: &str| i.ns.get(n).copied();
+    let is_init = |n: &str| own(n).map(|ino| Some(ino) == init_inode(n));
+    for n in ["pid", "mnt", "user", "net", "uts", "ipc", "cgroup"] {
+        if let Some(ino) = own(n) {
+            let init = is_init(n) == Some(true);
+            d.saw(
+                "kind",
+                &format!("/proc/self/ns/{n}"),
+                &format!("{n}:[{ino}]"),
+                if init {
+                    "the machine's initial namespace"
+                } else {
+                    "a namespace of its own"
+                },
+            );
+        }
+    }
+    let pid_initial = is_init("pid") == Some(true) || i.kthreadd == Some(true);
+    if i.kthreadd == Some(true) {
+        d.saw(
+            "kind",
+            "/proc/2/status",
+            "kthreadd",
+            "kernel threads are visible: the initial PID namespace",
+        );
+    }
+    let mnt_shared = if is_init("mnt") == Some(true) {
+        Some(true)
+    } else {
+        match (own("mnt"), i.pid1_mnt) {
+            (Some(a), Some(b)) if pid_initial => {
+                d.saw(
+                    "kind",
+                    "/proc/1/ns/mnt",
+                    &format!("mnt:[{b}]"),
+                    if a == b {
+                        "the same mount namespace as the machine's init"
+                    } else {
+                        "a mount namespace other than the machine's init"
+                    },
+                );
+                Some(a == b)
+            }
+            _ => None,
+        }
+    };
+    let root_layered = root_mount.is_some_and(|m| m.fstype == "overlay");
+    let engine_files = marks.any() || i.containerenv.is_some();
+    let container_like = root_layered || engine_files || i.dockerenv;
+    let no_ns = i.ns.is_empty() && i.kthreadd.is_none();
+
+    let kind = if sandbox {
+        Kind::Sandbox
+    } else if vm {
+        Kind::VmContainer
+    } else if no_ns {
+        if engine_files {
+            Kind::Container
+        } else {
+            Kind::Unknown
+        }
+    } else if pid_initial {
+        match mnt_shared {
+            Some(true) => Kind::Host,
+            // `--pid=host`: the machine's processes, the container's files.
+            Some(false) if container_like => Kind::Container,
+            // A service's own mount namespace (systemd PrivateTmp) on the
+            // machine's own root filesystem.
+            Some(false) => Kind::Host,
+            None if root_layered || engine_files => Kind::Container,
+            None => Kind::Host,
+        }
+    } else {
+        Kind::Container
+    };
+
+    let engine = match kind {
+        Kind::Host => Engine::None,
+        _ if marks.kubernetes => {
+            if marks.crio || marks.containers_storage || marks.podman {
+                Engine::CriO
+            } else if marks.containerd {
+                Engine::Containerd
+            } else if marks.docker {
+                Engine::Docker
+            } else {
+                Engine::Unknown
+            }
+        }
+        _ if marks.crio => Engine::CriO,
+        _ if marks.podman || marks.containers_storage => Engine::Podman,
+        _ if marks.docker || i.dockerenv => Engine::Docker,
+        _ if marks.lxc => Engine::Lxc,
+        _ if marks.containerd => Engine::Containerd,
+        _ => Engine::Unknown,
+    };
+    let runtime = match kind {
+        Kind::Host => Runtime::None,
+        Kind::Sandbox => Runtime::Runsc,
+        Kind::VmContainer => Runtime::Kata,
+        Kind::Container if engine == Engine::Lxc => Runtime::Lxc,
+        Kind::Container if engine != Engine::Unknown => Runtime::RuncCrun,
+        _ => Runtime::Unknown,
+    };
+
+    let rootless = i.uid_map.as_deref().and_then(|t| {
+        let map: Vec<(u64, u64, u64)> = t
+            .lines()
+            .filter_map(|l| {
+                let v: Vec<u64> = l
+                    .split_whitespace()
+                    .filter_map(|x| x.parse().ok())
+                    .collect();
+                (v.len() == 3).then(|| (v[0], v[1], v[2]))
+            })
+            .collect();
+        if map.is_empty() {
+            return None;
+        }
+        let zero = map
+            .iter()
+            .find(|(inside, _, len)| *inside == 0 && *len > 0)
+            .map(|(_, outside, _)| *outside);
+        let seen = short(&t.split_whitespace().collect::<Vec<_>>().join(" "), 80);
+        let (value, means) = match zero {
+            Some(0) => (false, "uid 0 here is uid 0 outside"),
+            Some(_) => (true, "uid 0 here maps to a non-zero uid outside"),
+            None if is_init("user") == Some(false) => (
+                true,
+                "uid 0 is not mapped in this user namespace: no one here is root outside",
+            ),
+            None => (false, "the initial user namespace"),
+        };
+        d.saw("rootless", "/proc/self/uid_map", &seen, means);
+        Some(value)
+    });
+
+    let (virtualized, wsl) = virtualization(i, &mut d);
+
+    let mut unread = i.unread.clone();
+    if kind == Kind::Unknown {
+        unread.push(
+            "no /proc/self/ns links, no kthreadd and no engine marker: whether a container boundary exists cannot be told"
+                .into(),
+        );
+    }
+    Boundary {
+        kind,
+        engine,
+        runtime,
+        rootless,
+        virtualized,
+        wsl,
+        evidence: d.evidence,
+        unread,
+    }
+}
+
+fn virtualization(i: &Inputs, d: &mut Decider) -> (Virtualized, bool) {
+    let lower = |s: &Option<String>| s.as_deref().unwrap_or("").to_ascii_lowercase();
+    let (vendor, product) = (lower(&i.dmi_vendor), lower(&i.dmi_product));
+    let dmi = format!("{} / {}", vendor, product);
+    let release = format!("{} {}", lower(&i.osrelease), lower(&i.version));
+    if release.contains("microsoft") {
+        d.saw(
+            "virtualized",
+            "/proc/sys/kernel/osrelease",
+            i.osrelease.as_deref().unwrap_or(""),
+            "Microsoft's kernel: WSL2 on Hyper-V",
+        );
+        return (Virtualized::Hyperv, true);
+    }
+    if i.acpi_oem.as_deref() == Some("FIRECK") {
+        d.saw(
+            "virtualized",
+            "/sys/firmware/acpi/tables/DSDT",
+            "OEM ID FIRECK",
+            "ACPI tables written by Firecracker",
+        );
+        return (Virtualized::Firecracker, false);
+    }
+    if i.dmi_vendor.is_none()
+        && i.cmdline
+            .as_deref()
+            .is_some_and(|c| c.contains("virtio_mmio.device="))
+    {
+        d.saw(
+            "virtualized",
+            "/proc/cmdline",
+            "virtio_mmio.device=",
+            "virtio devices on MMIO and no DMI: a Firecracker microVM",
+        );
+        return (Virtualized::Firecracker, false);
+    }
+    if let Some(t) = i.sys_hypervisor.as_deref().filter(|t| !t.is_empty()) {
+        d.saw(
+            "virtualized",
+            "/sys/hypervisor/type",
+            t,
+            "the hypervisor the kernel runs on",
+        );
+        if t.eq_ignore_ascii_case("xen") {
+            return (Virtualized::Xen, false);
+        }
+    }
+    let by_dmi = if vendor.contains("microsoft") && product.contains("virtual") {
+        Some(Virtualized::Hyperv)
+    } else if vendor.contains("vmware") {
+        Some(Virtualized::Vmware)
+    } else if vendor.contains("innotek") || product.contains("virtualbox") {
+        Some(Virtualized::Virtualbox)
+    } else if vendor.contains("xen") {
+        Some(Virtualized::Xen)
+    } else if vendor.contains("amazon ec2")
+        || vendor.contains("google")
+        || product.contains("kvm")
+        || vendor.contains("openstack")
+    {
+        Some(Virtualized::Kvm)
+    } else if vendor.contains("qemu") {
+        Some(Virtualized::Qemu)
+    } else {
+        None
+    };
+    let kvm_clock = i
+        .clocksources
+        .as_deref()
+        .is_some_and(|c| c.split_whitespace().any(|s| s == "kvm-clock"));
+    if let Some(v) = by_dmi {
+        d.saw(
+            "virtualized",
+            "/sys/class/dmi/id",
+            &dmi,
+            "the machine's DMI vendor and product",
+        );
+        // QEMU's machine with KVM underneath shows QEMU in DMI and the
+        // paravirtual KVM clock.
+        if v == Virtualized::Qemu && kvm_clock {
+            d.saw(
+                "virtualized",
+                "/sys/devices/system/clocksource/clocksource0/available_clocksource",
+                "kvm-clock",
+                "KVM accelerates the QEMU machine",
+            );
+            return (Virtualized::Kvm, false);
+        }
+        return (v, false);
+    }
+    if kvm_clock {
+        d.saw(
+            "virtualized",
+            "/sys/devices/system/clocksource/clocksource0/available_clocksource",
+            "kvm-clock",
+            "KVM's paravirtual clock",
+        );
+        return (Virtualized::Kvm, false);
+    }
+    match i.cpu_hypervisor {
+        Some(true) => {
+            d.saw(
+                "virtualized",
+                "/proc/cpuinfo",
+                "hypervisor",
+                "the CPU reports a hypervisor, not identified further",
+            );
+            (Virtualized::Unknown, false)
+        }
+        Some(false) => {
+            d.saw(
+                "virtualized",
+                "/proc/cpuinfo",
+                "no hypervisor flag",
+                "bare metal",
+            );
+            (Virtualized::None, false)
+        }
+        None => (Virtualized::Unknown, false),
+    }
+}
+
+pub fn collect(host: &Host) -> Boundary {
+    decide(&Inputs::read(host))
+}
+
+impl Virtualized {
+    fn label(self) -> Option<&'static str> {
+        match self {
+            Virtualized::Kvm => Some("a KVM virtual machine"),
+            Virtualized::Firecracker => Some("a Firecracker microVM"),
+            Virtualized::Hyperv => Some("a Hyper-V virtual machine"),
+            Virtualized::Qemu => Some("a QEMU virtual machine"),
+            Virtualized::Xen => Some("a Xen virtual machine"),
+            Virtualized::Vmware => Some("a VMware virtual machine"),
+            Virtualized::Virtualbox => Some("a VirtualBox virtual machine"),
+            Virtualized::None => Some("bare metal"),
+            Virtualized::Unknown => None,
+        }
+    }
+}
+
+impl Boundary {
+    pub fn is_host(&self) -> bool {
+        self.kind == Kind::Host
+    }
+
+    pub fn is_sandbox(&self) -> bool {
+        self.kind == Kind::Sandbox
+    }
+
+    pub fn is_vm(&self) -> bool {
+        self.kind == Kind::VmContainer
+    }
+
+    /// uid 0 here is not uid 0 outside: capabilities act only on what the
+    /// user namespace owns.
+    pub fn in_user_namespace(&self) -> bool {
+        self.rootless == Some(true)
+    }
+
+    /// The kernel that system calls, capabilities and kernel interfaces
+    /// reach, as a finding says it.
+    pub fn kernel(&self) -> &'static str {
+        match self.kind {
+            Kind::Sandbox => "gVisor's Sentry (a kernel in user space), not the host kernel",
+            Kind::VmContainer => "the VM's own kernel, not the host's",
+            Kind::Host => "the machine's own kernel",
+            Kind::Container | Kind::Unknown => "the host kernel",
+        }
+    }
+
+    /// A kernel of its own between the workload and the host's: findings
+    /// about kernel reach rank one step lower behind it.
+    pub fn own_kernel(&self) -> bool {
+        matches!(self.kind, Kind::Sandbox | Kind::VmContainer)
+    }
+
+    /// What the workspace is, as a finding names it.
+    pub fn noun(&self) -> &'static str {
+        match self.kind {
+            Kind::Host => "machine",
+            Kind::Sandbox => "sandbox",
+            Kind::VmContainer => "VM-isolated container",
+            Kind::Container | Kind::Unknown => "container",
+        }
+    }
+
+    fn evidence_of(&self, field: &str) -> Vec<String> {
+        self.evidence
+            .iter()
+            .filter(|e| e.field == field)
+            .map(|e| format!("{}: {} ({})", e.source, e.seen, e.means))
+            .collect()
+    }
+}
+
+/// boundary.none on a host; probe.incomplete when the kind cannot be told.
+pub fn evaluate(b: &Boundary) -> Vec<Finding> {
+    match b.kind {
+        Kind::Host => {
+            let on = b
+                .virtualized
+                .label()
+                .map(|l| format!(", on {l}"))
+                .unwrap_or_default();
+            vec![Finding::new(
+                "boundary.none",
+                "boundary",
+                format!(
+                    "no container boundary: this process runs in the machine's own namespaces{on}; every file, process, device and socket this user can reach is the machine's"
+                ),
+            )
+            .with("kind", "host")
+            .with("virtualized", serde_json::to_value(b.virtualized).unwrap_or_default())
+            .with("evidence", b.evidence_of("kind"))]
+        }
+        Kind::Unknown => vec![Finding::new(
+            "probe.incomplete",
+            "boundary",
+            format!(
+                "the boundary could not be told: {}",
+                b.unread.last().cloned().unwrap_or_default()
+            ),
+        )
+        .unknown()
+        .with("probe", "boundary")
+        .with("phase", 1)
+        .with("reason", b.unread.join("; "))],
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ns(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        pairs.iter().map(|(n, i)| (n.to_string(), *i)).collect()
+    }
+
+    const INITIAL: &[(&str, u64)] = &[
+        ("pid", 0xEFFF_FFFC),
+        ("mnt", 0xEFFF_FFF8),
+        ("user", 0xEFFF_FFFD),
+        ("net", 0xEFFF_FFF9),
+        ("uts", 0xEFFF_FFFE),
+        ("ipc", 0xEFFF_FFFF),
+        ("cgroup", 0xEFFF_FFFB),
+    ];
+
+    const PRIVATE: &[(&str, u64)] = &[
+        ("pid", 4026532252),
+        ("mnt", 4026532249),
+        ("user", 0xEFFF_FFFD),
+        ("net", 4026532177),
+        ("uts", 4026532250),
+        ("ipc", 4026532251),
+        ("cgroup", 4026532301),
+    ];
+
+    #[test]
+    fn this_ci_machine_a_firecracker_vm_with_a_leftover_dockerenv_is_a_host() {
+        let i = Inputs {
+            ns: ns(INITIAL),
+            kthreadd: Some(true),
+            dockerenv: true,
+            mountinfo: Some("27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n".into()),
+            uid_map: Some("         0          0 4294967295\n".into()),
+            cgroup: Some("4:memory:/process_api/c0186477\n0::/\n".into()),
+            cpu_hypervisor: Some(true),
+            acpi_oem: Some("FIRECK".into()),
+            clocksources: Some("tsc kvm-clock \n".into()),
+            ..Inputs::default()
+        };
+        let b = decide(&i);
+        assert_eq!(b.kind, Kind::Host);
+        assert_eq!(b.engine, Engine::None);
+        assert_eq!(b.runtime, Runtime::None);
+        assert_eq!(b.rootless, Some(false));
+        assert_eq!(b.virtualized, Virtualized::Firecracker);
+        let f = evaluate(&b);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].code, "boundary.none");
+        assert!(f[0].message.contains("Firecracker"), "{}", f[0].message);
+    }
+
+    #[test]
+    fn docker_with_the_host_pid_namespace_is_still_a_container() {
+        let mut p = ns(PRIVATE);
+        p.insert("pid".into(), 0xEFFF_FFFC);
+        let i = Inputs {
+            ns: p,
+            pid1_mnt: Some(4026531832),
+            kthreadd: Some(true),
+            dockerenv: true,
+            mountinfo: Some(
+                "473 387 0:143 / / rw,relatime - overlay overlay rw,lowerdir=/l\n".into(),
+            ),
+            ..Inputs::default()
+        };
+        let b = decide(&i);
+        assert_eq!(b.kind, Kind::Container);
+        assert_eq!(b.engine, Engine::Docker);
+        assert_eq!(b.runtime, Runtime::RuncCrun);
+    }
+
+    #[test]
+    fn a_service_with_a_private_mount_namespace_on_the_machine_root_is_a_host() {
+        let mut p = ns(INITIAL);
+        p.insert("mnt".into(), 4026532400);
+        let i = Inputs {
+            ns: p,
+            pid1_mnt: Some(4026531840),
+            mountinfo: Some("20 0 0:17 / / rw,relatime - btrfs /dev/sdd3 rw\n".into()),
+            ..Inputs::default()
+        };
+        assert_eq!(decide(&i).kind, Kind::Host);
+    }
+
+    #[test]
+    fn gvisor_by_build_string_release_or_gofer_root() {
+        for i in [
+            Inputs {
+                version: Some(format!("Linux version 4.4.0 {GVISOR_BUILD}\n")),
+                ..Inputs::default()
+            },
+            Inputs {
+                osrelease: Some("4.19.0-gvisor\n".into()),
+                ..Inputs::default()
+            },
+            Inputs {
+                mountinfo: Some(
+                    "8 8 0:8 / / rw  - 9p none rw,trans=fd,rfdno=4,wfdno=4,aname=/\n".into(),
+                ),
+                ..Inputs::default()
+            },
+        ] {
+            let b = decide(&i);
+            assert_eq!(b.kind, Kind::Sandbox, "{:?}", b.evidence);
+            assert_eq!(b.runtime, Runtime::Runsc);
+        }
+    }
+
+    #[test]
+    fn kata_by_its_shared_directory() {
+        let i = Inputs {
+            ns: ns(PRIVATE),
+            mountinfo: Some(
+                "73 46 0:35 / / ro,nodev,relatime master:22 - virtiofs none rw\n\
+                 85 73 0:33 /81f3e754-11d3f9074a20c122-hosts /etc/hosts ro,relatime - virtiofs kataShared rw\n"
+                    .into(),
+            ),
+            ..Inputs::default()
+        };
+        let b = decide(&i);
+        assert_eq!(b.kind, Kind::VmContainer);
+        assert_eq!(b.runtime, Runtime::Kata);
+        assert!(b.kernel().contains("VM"));
+    }
+
+    #[test]
+    fn engines_by_their_marks() {
+        let base = Inputs {
+            ns: ns(PRIVATE),
+            ..Inputs::default()
+        };
+        let podman = Inputs {
+            containerenv: Some("engine=\"podman-4.3.1\"\nrootless=0\n".into()),
+            container_env: Some(("$container".into(), "podman".into())),
+            ..base.clone()
+        };
+        assert_eq!(decide(&podman).engine, Engine::Podman);
+        let crio = Inputs {
+            kubernetes_env: true,
+            cgroup: Some("0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1.slice/crio-abc.scope\n".into()),
+            ..base.clone()
+        };
+        assert_eq!(decide(&crio).engine, Engine::CriO);
+        let cri = Inputs {
+            mountinfo: Some("1 0 0:1 /var/lib/kubelet/pods/9f/etc-hosts /etc/hosts rw - ext4 /dev/sda1 rw\n2 0 0:1 /var/lib/containerd/io.containerd.grpc.v1.cri/sandboxes/1/hostname /etc/hostname rw - ext4 /dev/sda1 rw\n".into()),
+            ..base.clone()
+        };
+        assert_eq!(decide(&cri).engine, Engine::Containerd);
+        let lxc = Inputs {
+            container_env: Some(("/proc/1/environ container".into(), "lxc".into())),
+            ..base.clone()
+        };
+        let b = decide(&lxc);
+        assert_eq!((b.engine, b.runtime), (Engine::Lxc, Runtime::Lxc));
+        assert_eq!(decide(&base).engine, Engine::Unknown);
+        assert_eq!(decide(&base).runtime, Runtime::Unknown);
+    }
+
+    #[test]
+    fn rootless_from_the_uid_map() {
+        let with = |m: &str| {
+            decide(&Inputs {
+                ns: ns(PRIVATE),
+                uid_map: Some(m.into()),
+                ..Inputs::default()
+            })
+            .rootless
+        };
+        assert_eq!(
+            with("         0       1000          1\n         1     100000      65536\n"),
+            Some(true)
+        );
+        assert_eq!(with("         0          0 4294967295\n"), Some(false));
+        let mut own_user = ns(PRIVATE);
+        own_user.insert("user".into(), 4026532600);
+        let b = decide(&Inputs {
+            ns: own_user,
+            uid_map: Some("      1000       1000          1\n".into()),
+            ..Inputs::default()
+        });
+        assert_eq!(b.rootless, Some(true), "uid 0 not mapped at all");
+        assert_eq!(with(""), None);
+    }
+
+    #[test]
+    fn virtualization_sources() {
+        let v = |i: Inputs| decide(&i).virtualized;
+        assert_eq!(
+            v(Inputs {
+                osrelease: Some("5.15.153.1-microsoft-standard-WSL2\n".into()),
+                ..Inputs::default()
+            }),
+            Virtualized::Hyperv
+        );
+        assert_eq!(
+            v(Inputs {
+                dmi_vendor: Some("QEMU".into()),
+                clocksources: Some("kvm-clock tsc acpi_pm".into()),
+                ..Inputs::default()
+            }),
+            Virtualized::Kvm
+        );
+        assert_eq!(
+            v(Inputs {
+                dmi_vendor: Some("QEMU".into()),
+                ..Inputs::default()
+            }),
+            Virtualized::Qemu
+        );
+        assert_eq!(
+            v(Inputs {
+                cmdline: Some("console=ttyS0 virtio_mmio.device=4K@0xd0000000:5".into()),
+                ..Inputs::default()
+            }),
+            Virtualized::Firecracker
+        );
+        assert_eq!(
+            v(Inputs {
+                cpu_hypervisor: Some(false),
+                ..Inputs::default()
+            }),
+            Virtualized::None
+        );
+        assert_eq!(v(Inputs::default()), Virtualized::Unknown);
+    }
+
+    #[test]
+    fn nothing_to_go_on_is_unknown_and_incomplete() {
+        let b = decide(&Inputs::default());
+        assert_eq!(b.kind, Kind::Unknown);
+        let f = evaluate(&b);
+        assert_eq!(f[0].code, "probe.incomplete");
+        assert_eq!(f[0].evidence["probe"], "boundary");
+    }
+
+    #[test]
+    fn pid1_environ_keeps_only_container() {
+        let env = b"SECRET_TOKEN=ghp_x\0container=podman\0HOME=/root\0";
+        assert_eq!(environ_value(env, "container").as_deref(), Some("podman"));
+        assert_eq!(environ_value(env, "containerx"), None);
+    }
+}

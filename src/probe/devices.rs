@@ -207,13 +207,28 @@ mod tests {
         assert_eq!(sev("/dev/sdb"), Some(Severity::High));
         assert_eq!(sev("/dev/loop0"), Some(Severity::Medium));
         let loop0 = out.iter().find(|x| x.subject == "/dev/loop0").unwrap();
-        assert!(loop0.message.contains("not usable by this process"), "{}", loop0.message);
+        assert!(
+            loop0.message.contains("not usable by this process"),
+            "{}",
+            loop0.message
+        );
         assert_eq!(loop0.evidence["usable"], false);
-        let mem = catalog::devices().iter().find(|d| d.pattern == "mem").unwrap().severity;
+        let mem = catalog::devices()
+            .iter()
+            .find(|d| d.pattern == "mem")
+            .unwrap()
+            .severity;
         assert_eq!(sev("/dev/mem"), Some(mem));
         let kmsg = out.iter().find(|x| x.subject == "/dev/kmsg");
         if let Some(k) = kmsg {
-            assert!(k.severity < catalog::devices().iter().find(|d| d.pattern == "kmsg").unwrap().severity);
+            assert!(
+                k.severity
+                    < catalog::devices()
+                        .iter()
+                        .find(|d| d.pattern == "kmsg")
+                        .unwrap()
+                        .severity
+            );
         }
     }
 }

@@ -229,9 +229,79 @@ impl Dpkg {
     }
 }
 
+/// A version manager's shim (pyenv, rbenv, nodenv: `<root>/shims/<tool>`,
+/// a script that picks `<root>/versions/<v>`): the version the shim would
+/// pick from `<root>/version` when run as the probe runs tools (working
+/// directory /, no PYENV_VERSION), and that file. "system" or a version
+/// that is not installed says nothing.
+fn shim_version(host: &Host, found: &Path) -> Option<(PathBuf, String, String)> {
+    let shims = found.parent()?;
+    if shims.file_name()? != "shims" {
+        return None;
+    }
+    let root = shims.parent()?;
+    let head = read(host, found, 4096)?;
+    if !head.starts_with("#!") {
+        return None;
+    }
+    let vf = root.join("version");
+    let sel = read(host, &vf, 4096)?
+        .split_whitespace()
+        .next()
+        .and_then(version_like)?;
+    let dir = root.join("versions").join(&sel);
+    std::fs::symlink_metadata(host.path(&dir)).ok()?;
+    Some((dir, sel, vf.to_string_lossy().into_owned()))
+}
+
+/// An interpreter inside an installed version's directory says its
+/// version by that directory's name: `<root>/versions/3.11.7/bin/python3`
+/// (pyenv), `…/versions/node/v20.1.0/bin/node` (nvm).
+fn versioned_dir(real: &Path) -> Option<String> {
+    let bin = real.parent()?;
+    (bin.file_name()? == "bin").then_some(())?;
+    let vdir = bin.parent()?;
+    let up = vdir.parent()?;
+    let up_name = up.file_name()?.to_string_lossy();
+    let is_versions =
+        up_name == "versions" || (up_name == "node" && up.parent()?.file_name()? == "versions");
+    is_versions.then(|| version_like(&vdir.file_name()?.to_string_lossy()))?
+}
+
+fn interpreter(tool: &str) -> Option<&'static str> {
+    match tool {
+        "python" | "python3" => Some("Python "),
+        "node" => Some(""),
+        "ruby" => Some("ruby "),
+        _ => None,
+    }
+}
+
 /// The version a file says for `tool`, found on PATH at `found` (which
 /// resolves to `real`), and that file.
 pub fn from_files(
+    host: &Host,
+    tool: &str,
+    found: &Path,
+    real: &Path,
+    dpkg: &mut Dpkg,
+) -> Option<(String, String)> {
+    if let Some((dir, sel, file)) = shim_version(host, found) {
+        if let Some(prefix) = interpreter(tool) {
+            return Some((format!("{prefix}{sel}"), file));
+        }
+        // The tool the shim would run, judged by its own files.
+        let inner = dir.join("bin").join(tool);
+        std::fs::symlink_metadata(host.path(&inner)).ok()?;
+        return direct(host, tool, &inner, &inner, dpkg);
+    }
+    if let (Some(prefix), Some(v)) = (interpreter(tool), versioned_dir(real)) {
+        return Some((format!("{prefix}{v}"), real.to_string_lossy().into_owned()));
+    }
+    direct(host, tool, found, real, dpkg)
+}
+
+fn direct(
     host: &Host,
     tool: &str,
     found: &Path,
@@ -318,6 +388,12 @@ mod tests {
                 ("/var/lib/dpkg/info/nodejs.list", "/.\n/usr\n/usr/bin\n/usr/bin/node\n"),
                 ("/var/lib/dpkg/status", "Package: nodejs\nStatus: install ok installed\nArchitecture: amd64\nVersion: 18.19.0+dfsg-6~deb12u2\n\nPackage: gone\nStatus: deinstall ok config-files\nVersion: 1.0\n"),
                 ("/usr/bin/node", "\x7fELF"),
+                ("/r/shims/pip", "#!/usr/bin/env bash\nexec pyenv exec pip\n"),
+                ("/r/shims/python3", "#!/usr/bin/env bash\nexec pyenv exec python3\n"),
+                ("/r/version", "3.11.7\n"),
+                ("/r/versions/3.11.7/bin/pip", "#!/r/versions/3.11.7/bin/python3.11\n"),
+                ("/r/versions/3.11.7/lib/python3.11/site-packages/pip-24.0.dist-info/METADATA", "Name: pip\nVersion: 24.0\n"),
+                ("/n/.nvm/versions/node/v20.1.0/bin/node", "\x7fELF"),
                 ("/usr/local/bin/node", "\x7fELF"),
             ],
         );
@@ -356,6 +432,28 @@ mod tests {
                 "18.19.0+dfsg-6~deb12u2".into(),
                 "/var/lib/dpkg/status (nodejs)".into()
             ))
+        );
+        assert_eq!(
+            v("pip", "/r/shims/pip", "/r/shims/pip"),
+            Some((
+                "pip 24.0".into(),
+                "/r/versions/3.11.7/lib/python3.11/site-packages/pip-24.0.dist-info/METADATA"
+                    .into()
+            )),
+            "a pyenv shim: the version its global version file picks"
+        );
+        assert_eq!(
+            v("python3", "/r/shims/python3", "/r/shims/python3"),
+            Some(("Python 3.11.7".into(), "/r/version".into()))
+        );
+        assert_eq!(
+            v(
+                "node",
+                "/n/.nvm/versions/node/v20.1.0/bin/node",
+                "/n/.nvm/versions/node/v20.1.0/bin/node"
+            )
+            .map(|x| x.0),
+            Some("v20.1.0".into())
         );
         assert_eq!(
             v("node", "/usr/local/bin/node", "/usr/local/bin/node"),

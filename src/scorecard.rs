@@ -770,16 +770,16 @@ fn repo_scope(
                 String::new()
             };
             shown.sort_unstable();
-            format!(
-                "{} and {} from the host ({}{tail})",
-                if from_host {
-                    format!("{ws_desc} is mounted")
-                } else {
-                    format!("the workspace is {ws_desc}; there are")
-                },
+            let others = format!(
+                "{} from the host ({}{tail})",
                 plural(r.other_host_mounts.len(), "other mount", "other mounts"),
                 shown.join(", ")
-            )
+            );
+            if from_host {
+                format!("{ws_desc} and {others} are mounted")
+            } else {
+                format!("the workspace is {ws_desc}; {others} are mounted")
+            }
         }
     };
     let visible: Vec<String> = r

@@ -70,6 +70,9 @@ pub struct RunArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// Text report: list every finding in full instead of one entry per code
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
     /// Write the report to FILE instead of standard output
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -182,6 +185,8 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 #[derive(Debug)]
 pub struct Config {
     pub format: Format,
+    /// The text report lists every finding in full.
+    pub verbose: bool,
     pub output: Option<PathBuf>,
     pub fail_on: Option<Severity>,
     pub timeout: Duration,
@@ -261,6 +266,7 @@ impl RunArgs {
                 },
             },
             format: self.format,
+            verbose: self.verbose,
             output: self.output,
             fail_on: self.fail_on.0,
             timeout: self.timeout,

@@ -194,6 +194,7 @@ fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failu
     }
     let (cleanup, outputs) = cleanup_on_signal()?;
     let format = cfg.format;
+    let verbose = cfg.verbose;
     let output = cfg.output.clone();
     let attest_path = cfg.attest.clone();
     let sshsig_path = cfg.sshsig.clone();
@@ -209,7 +210,7 @@ fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failu
     let to_tty = output.is_none() && std::io::stdout().is_terminal();
     let color = to_tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let text = match format {
-        Format::Text => report::text::render(&report, color),
+        Format::Text => report::text::render(&report, color, verbose),
         Format::Json => report::json::render(&report),
         Format::Sarif => report::sarif::render(&report),
         Format::Junit => report::junit::render(&report),

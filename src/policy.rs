@@ -43,6 +43,9 @@ pub struct Policy {
     pub source: Option<PathBuf>,
     pub workspace: Option<PathBuf>,
     pub allow_mounts: Vec<String>,
+    /// Host paths the workspace must not see ("~/.ssh", "/srv/secrets"):
+    /// the repo scope's explicit denied paths.
+    pub deny_paths: Vec<String>,
     pub allow_capabilities: Vec<u32>,
     pub network: NetworkPolicy,
     pub max_token_ttl: Option<Duration>,
@@ -106,6 +109,8 @@ struct RawWorkspace {
     path: Option<Spanned<String>>,
     #[serde(default)]
     allow_mounts: Vec<Spanned<String>>,
+    #[serde(default)]
+    deny: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -233,6 +238,15 @@ impl Policy {
                     )));
                 }
                 p.allow_mounts.push(m.into_inner());
+            }
+            for d in ws.deny {
+                let v = d.get_ref();
+                if !(v.starts_with('/') || v.starts_with("~/")) || v.len() < 2 {
+                    return Err(src.err(Some(d.span()), format!(
+                        "workspace.deny entry '{v}': expected a host path, absolute or starting with ~/ (any user's home)"
+                    )));
+                }
+                p.deny_paths.push(d.into_inner());
             }
         }
 

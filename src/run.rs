@@ -48,7 +48,8 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
     let raised = cfg.policy.apply(&mut findings, host::today(now));
     findings.extend(raised);
     model::sort_findings(&mut findings);
-    let sc = scorecard::score(&findings, &collected.records);
+    let observed = scorecard::Observed::new(&collected.facts, &cfg.policy);
+    let sc = scorecard::score_observed(&findings, &collected.records, &observed);
     // A run cut short by --timeout has not checked everything: like a crashed
     // probe, that is exit 3, whatever was found before the cut.
     let summary = model::summarize(

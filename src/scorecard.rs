@@ -25,6 +25,62 @@ pub struct Control {
     pub excepted: u8,
     /// A finding that is this control's 0-point signal whatever its severity.
     pub zero: Option<fn(&Finding) -> bool>,
+    /// Codes listed with the control that never lower it: package trees'
+    /// own test keys are not the workspace's secrets.
+    pub notes: &'static [&'static str],
+}
+
+/// The rule every score follows, for `selfprobe explain scorecard`.
+pub const RULE: &str = "Each control scores 0, 1 or 2 by the blueprint's rubric, from the findings of its control: a failing finding at high or above is the 0-point signal, one below high is partly controlled (1), an owned, unexpired exception counts 1 (2 for cache policy and teardown, where an owned retention is the recommended state). A control whose probes did not all finish, or with a finding that could not be checked, is not assessed and counts 0. A score's reason says what was checked and seen, never the rubric's words for a condition that was not checked: the level carries the rubric's wording only when every condition it names was observed, and otherwise says what was established. A condition the probe can check but did not see hold keeps the score below 2: repo scope needs the workspace's git repository with a status of no uncommitted or untracked change and the policy's [workspace] deny paths, none of them shown by a host mount. A condition that cannot be seen from inside the workspace (who rotates the task's secrets, whether artifacts are exported and the container, volumes, caches and credentials are removed after the run) is named as unseen in the reason and does not lower the score: the score is the most the evidence supports. Package trees' own test keys (secret.package-data) and hardening notes below a control's floor are listed with the control but never lower it.";
+
+/// `selfprobe explain scorecard` or `selfprobe explain <control>`.
+pub fn explain(key: &str) -> Option<String> {
+    let wrap = |t: &str| crate::report::catalog::wrap(t, 78);
+    if key == "scorecard" {
+        let mut out = format!(
+            "scorecard: the blueprint's readiness scorecard, 8 controls of 0/1/2
+
+{}
+
+Controls (selfprobe explain CONTROL for one):
+",
+            wrap(RULE)
+        );
+        for c in CONTROLS {
+            out.push_str(&format!(
+                "  {:<18} {}
+",
+                c.key, c.name
+            ));
+        }
+        return Some(out);
+    }
+    let c = CONTROLS.iter().find(|c| c.key == key)?;
+    let codes: Vec<&str> = crate::finding::catalog()
+        .iter()
+        .filter(|i| i.control == c.key)
+        .map(|i| i.code.as_str())
+        .collect();
+    Some(format!(
+        "{key}: {name} (scorecard control)
+
+0: {r0}
+1: {r1}
+2: {r2}
+
+probes: {probes}
+findings: {codes}
+
+{rule}
+",
+        name = c.name,
+        r0 = c.rubric[0],
+        r1 = c.rubric[1],
+        r2 = c.rubric[2],
+        probes = c.probes.join(", "),
+        codes = wrap(&codes.join(", ")),
+        rule = wrap(RULE),
+    ))
 }
 
 /// A "pet container": nothing in the workspace says how to rebuild it.
@@ -48,6 +104,7 @@ pub const CONTROLS: &[Control] = &[
         floor: Severity::Info,
         excepted: 1,
         zero: None,
+        notes: &[],
     },
     Control {
         key: "engine-socket",
@@ -61,6 +118,7 @@ pub const CONTROLS: &[Control] = &[
         floor: Severity::High,
         excepted: 1,
         zero: None,
+        notes: &[],
     },
     Control {
         key: "secret-boundary",
@@ -74,6 +132,7 @@ pub const CONTROLS: &[Control] = &[
         floor: Severity::Info,
         excepted: 1,
         zero: None,
+        notes: &["secret.package-data"],
     },
     Control {
         key: "network-policy",
@@ -87,6 +146,7 @@ pub const CONTROLS: &[Control] = &[
         floor: Severity::Info,
         excepted: 1,
         zero: None,
+        notes: &[],
     },
     Control {
         key: "cache-policy",
@@ -100,6 +160,7 @@ pub const CONTROLS: &[Control] = &[
         floor: Severity::Info,
         excepted: 2,
         zero: None,
+        notes: &[],
     },
     Control {
         key: "browser-isolation",
@@ -113,6 +174,7 @@ pub const CONTROLS: &[Control] = &[
         floor: Severity::Info,
         excepted: 1,
         zero: None,
+        notes: &[],
     },
     Control {
         key: "reproducibility",
@@ -126,6 +188,7 @@ pub const CONTROLS: &[Control] = &[
         floor: Severity::Info,
         excepted: 1,
         zero: Some(pet_container),
+        notes: &[],
     },
     Control {
         key: "teardown",
@@ -142,6 +205,7 @@ pub const CONTROLS: &[Control] = &[
         floor: Severity::Info,
         excepted: 2,
         zero: None,
+        notes: &[],
     },
 ];
 
@@ -152,9 +216,11 @@ pub struct ControlScore {
     /// None: not assessed.
     pub score: Option<u8>,
     pub assessed: bool,
-    /// The rubric's wording for the score reached.
+    /// The rubric's wording for the score reached, when every condition it
+    /// names was checked; otherwise what was established, with what could
+    /// not be seen from inside.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub level: Option<&'static str>,
+    pub level: Option<String>,
     pub reason: String,
     /// Every finding of this control.
     pub findings: Vec<String>,
@@ -189,6 +255,9 @@ fn incomplete_part_of(c: &Control, f: &Finding) -> bool {
 
 /// The most a finding lets its control score, or None if it does not lower it.
 fn cap(c: &Control, f: &Finding) -> Option<u8> {
+    if c.notes.contains(&f.code.as_str()) {
+        return None;
+    }
     if f.status == Status::Fail && c.zero.is_some_and(|z| z(f)) {
         return Some(0);
     }
@@ -207,7 +276,21 @@ fn label(f: &Finding) -> String {
     format!("{} {}", f.code, f.subject)
 }
 
+/// Scores from the findings alone: nothing observed beyond them, so no
+/// control claims a condition only the facts could show (a clean
+/// repository, declared denied paths).
 pub fn score(findings: &[Finding], records: &[ProbeRecord]) -> Scorecard {
+    score_observed(findings, records, &Observed::default())
+}
+
+/// Scores the controls from the findings, with reasons built from what the
+/// probes observed (`obs`). A score's reason says what was checked and
+/// seen; a level's rubric wording is given only when every condition it
+/// names was checked; a condition that cannot be seen from inside (an
+/// export pipeline, a rotation owner) is named as unseen and does not
+/// lower the score, while one the probes could check and did not find
+/// (a clean status, declared denied paths) does.
+pub fn score_observed(findings: &[Finding], records: &[ProbeRecord], obs: &Observed) -> Scorecard {
     let mut controls = Vec::new();
     for c in CONTROLS {
         let mine: Vec<&Finding> = findings
@@ -237,8 +320,9 @@ pub fn score(findings: &[Finding], records: &[ProbeRecord]) -> Scorecard {
             .filter(|f| !unknown(f) && cap(c, f).is_none())
             .count();
         let mut decisive: Vec<String> = Vec::new();
-        let (score, reason) = if !missing.is_empty() {
+        let (score, level, reason) = if !missing.is_empty() {
             (
+                None,
                 None,
                 format!("not assessed: no result from {}", missing.join(", ")),
             )
@@ -246,6 +330,7 @@ pub fn score(findings: &[Finding], records: &[ProbeRecord]) -> Scorecard {
             // 0 is certain whatever could not be checked; anything higher is not.
             decisive = unknowns.iter().map(|f| f.id.clone()).collect();
             (
+                None,
                 None,
                 format!(
                     "not assessed: could not check {}",
@@ -263,28 +348,21 @@ pub fn score(findings: &[Finding], records: &[ProbeRecord]) -> Scorecard {
                 .map(|(f, _)| *f)
                 .collect();
             decisive = at.iter().map(|f| f.id.clone()).collect();
-            let mut why = c.rubric[lowest as usize].to_string();
-            if !at.is_empty() {
-                let shown: Vec<String> = at.iter().take(3).map(|f| label(f)).collect();
-                let more = at.len().saturating_sub(shown.len());
-                why.push_str(&format!(": {}", shown.join(", ")));
-                if more > 0 {
-                    why.push_str(&format!(" and {more} more"));
-                }
-            }
+            let d = describe(c, lowest, &at, obs);
+            let mut why = d.reason;
             if notes > 0 {
                 why.push_str(&format!(
-                    " ({notes} note(s) below {} or covered by an owned exception do not lower it)",
+                    " ({notes} note(s) below {}, covered by an owned exception or package data do not lower it)",
                     c.floor
                 ));
             }
-            (Some(lowest), why)
+            (Some(d.score), d.level, why)
         };
         controls.push(ControlScore {
             control: c.key,
             name: c.name,
             assessed: score.is_some(),
-            level: score.map(|s| c.rubric[s as usize]),
+            level,
             score,
             reason,
             findings: ids,
@@ -296,6 +374,495 @@ pub fn score(findings: &[Finding], records: &[ProbeRecord]) -> Scorecard {
         max: (CONTROLS.len() * 2) as u8,
         assessed: controls.iter().filter(|c| c.assessed).count(),
         controls,
+    }
+}
+
+/// What the probes saw that the reasons quote, beyond the findings.
+/// None (or empty) where a probe did not report: a reason then claims
+/// nothing about it.
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    pub repo: Option<RepoSeen>,
+    pub secrets: Option<SecretsSeen>,
+    pub teardown: Option<TeardownSeen>,
+    /// Engine socket paths tried (catalog, DOCKER_HOST, host mounts).
+    pub sockets_checked: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RepoSeen {
+    pub workspace: Option<String>,
+    /// Whether the workspace itself is mounted from the host.
+    pub workspace_from_host: bool,
+    /// Other mounts from the host (binds, host roots, sockets), engine
+    /// plumbing aside.
+    pub other_host_mounts: Vec<String>,
+    /// The workspace's repository: its path, what it is ("git, branch
+    /// main, clean") and whether its status is known clean.
+    pub repository: Option<(String, String, bool)>,
+    /// The policy's denied paths, each with the mount points that show it.
+    pub denied: Vec<(String, Vec<String>)>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SecretsSeen {
+    pub homes: usize,
+    pub roots: usize,
+    pub entries: usize,
+    pub files_checked: usize,
+    pub processes_read: usize,
+    /// Package trees whose own test keys were found (secret.package-data).
+    pub package_trees: usize,
+    /// Tokens found that are within max_token_ttl.
+    pub short_lived_tokens: usize,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TeardownSeen {
+    pub persistent: usize,
+    pub canaries: usize,
+}
+
+/// Whether a host path `root` (a mount's source) shows the denied path
+/// `deny`: it is the path, lies inside it, or holds it. `~/` stands for
+/// any home: /root, /home/<user>, or /<user> where /home is its own
+/// filesystem.
+pub fn shows(deny: &str, root: &str) -> bool {
+    let under = |a: &str, b: &str| {
+        a == b || a.starts_with(&format!("{}/", b.trim_end_matches('/'))) || b == "/"
+    };
+    match deny.strip_prefix("~/") {
+        None => under(root, deny) || under(deny, root),
+        Some(rel) => {
+            let comps: Vec<&str> = root.split('/').filter(|c| !c.is_empty()).collect();
+            let rel_c: Vec<&str> = rel.split('/').filter(|c| !c.is_empty()).collect();
+            if comps.is_empty() {
+                return true;
+            }
+            // A home itself (/root, /home/u, /u) or what is above it holds it.
+            let home_len = match comps.first() {
+                Some(&"root") => 1,
+                Some(&"home") if comps.len() >= 2 => 2,
+                Some(&"home") => return true,
+                // Top directories that are not a home filesystem's users.
+                Some(
+                    &("tmp" | "var" | "opt" | "usr" | "etc" | "srv" | "mnt" | "media" | "run"
+                    | "workspace" | "workspaces" | "data" | "proc" | "sys" | "dev"),
+                ) => return false,
+                _ => 1,
+            };
+            if comps.len() <= home_len {
+                return true;
+            }
+            let inside = &comps[home_len..];
+            let n = inside.len().min(rel_c.len());
+            inside[..n] == rel_c[..n]
+        }
+    }
+}
+
+impl Observed {
+    pub fn new(facts: &crate::probe::Facts, policy: &crate::policy::Policy) -> Observed {
+        use crate::probe::mounts::MountClass;
+        let mut o = Observed::default();
+        if let Some(m) = &facts.mounts {
+            let mut r = RepoSeen {
+                workspace: m
+                    .workspace
+                    .as_ref()
+                    .map(|w| w.path.to_string_lossy().into_owned()),
+                ..RepoSeen::default()
+            };
+            let mut roots: Vec<(String, String)> = Vec::new();
+            for e in &m.mounts {
+                let mp = e.mount.mount_point.to_string_lossy().into_owned();
+                let root = e.mount.root.to_string_lossy().into_owned();
+                match e.class {
+                    MountClass::Workspace => {
+                        r.workspace_from_host = true;
+                        roots.push((mp, root));
+                    }
+                    MountClass::HostBind | MountClass::Socket => {
+                        r.other_host_mounts.push(mp.clone());
+                        roots.push((mp, root));
+                    }
+                    MountClass::HostRoot => {
+                        r.other_host_mounts.push(mp.clone());
+                        roots.push((mp, "/".into()));
+                    }
+                    _ => {}
+                }
+            }
+            r.repository = facts
+                .repository
+                .as_ref()
+                .map(|g| (g.path.clone(), g.describe(), g.status.state == "clean"));
+            r.denied = policy
+                .deny_paths
+                .iter()
+                .map(|d| {
+                    let at = roots
+                        .iter()
+                        .filter(|(_, root)| shows(d, root))
+                        .map(|(mp, _)| mp.clone())
+                        .collect();
+                    (d.clone(), at)
+                })
+                .collect();
+            o.repo = Some(r);
+        }
+        if let Some(sf) = &facts.secrets {
+            let max = policy
+                .max_token_ttl
+                .unwrap_or(crate::probe::secrets::DEFAULT_MAX_TOKEN_TTL)
+                .as_secs() as i64;
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or(0);
+            o.secrets = Some(SecretsSeen {
+                homes: sf.search.homes.len(),
+                roots: sf.search.roots.len(),
+                entries: sf.search.entries,
+                files_checked: sf.search.files_checked,
+                processes_read: sf.processes.readable,
+                package_trees: sf
+                    .search
+                    .package_trees
+                    .iter()
+                    .filter(|t| t.files > 0)
+                    .count(),
+                short_lived_tokens: sf
+                    .tokens
+                    .iter()
+                    .filter(|t| t.exp.is_some_and(|e| e > now && e - now <= max))
+                    .count(),
+            });
+        }
+        if let Some(t) = &facts.teardown {
+            o.teardown = Some(TeardownSeen {
+                persistent: t.persistent.iter().filter(|l| l.writable).count(),
+                canaries: t.canaries.len(),
+            });
+        }
+        o.sockets_checked = facts.sockets.as_ref().map(|s| s.sockets.len());
+        o
+    }
+}
+
+struct Described {
+    score: u8,
+    level: Option<String>,
+    reason: String,
+}
+
+/// "priv.privileged container, priv.capability CAP_SYS_ADMIN and 40 more".
+fn listed(at: &[&Finding]) -> String {
+    let shown: Vec<String> = at.iter().take(3).map(|f| label(f)).collect();
+    let more = at.len().saturating_sub(shown.len());
+    let mut s = shown.join(", ");
+    if more > 0 {
+        s.push_str(&format!(" and {more} more"));
+    }
+    s
+}
+
+/// The rubric's words for a 0 or 1 only when every decisive finding is the
+/// kind of thing the rubric names (`fits`); otherwise what was found.
+fn level_of(c: &Control, score: u8, at: &[&Finding], fits: impl Fn(&Finding) -> bool) -> String {
+    if at.iter().all(|f| fits(f)) {
+        return c.rubric[score as usize].to_string();
+    }
+    let mut titles: Vec<&str> = Vec::new();
+    for f in at {
+        if !titles.contains(&f.title.as_str()) {
+            titles.push(&f.title);
+        }
+    }
+    let more = titles.len().saturating_sub(2);
+    let mut s = titles[..titles.len().min(2)].join("; ");
+    if more > 0 {
+        s.push_str(&format!("; and {more} more"));
+    }
+    s
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn describe(c: &Control, lowest: u8, at: &[&Finding], obs: &Observed) -> Described {
+    let decided = (!at.is_empty()).then(|| listed(at));
+    let generic = |fits: &dyn Fn(&Finding) -> bool| Described {
+        score: lowest,
+        level: Some(if at.is_empty() {
+            c.rubric[lowest as usize].to_string()
+        } else {
+            level_of(c, lowest, at, fits)
+        }),
+        reason: match &decided {
+            Some(d) => format!("{}: {d}", level_of(c, lowest, at, fits)),
+            None => c.rubric[lowest as usize].to_string(),
+        },
+    };
+    match c.key {
+        "repo-scope" => repo_scope(c, lowest, at, decided, obs.repo.as_ref()),
+        "engine-socket" => {
+            let engine = |f: &Finding| f.code.starts_with("engine.") || f.code == "mount.socket";
+            if lowest == 2 {
+                let checked = match obs.sockets_checked {
+                    Some(n) => format!(
+                        "no engine socket answered or is present ({} tried, DOCKER_HOST included)",
+                        plural(n, "path", "paths")
+                    ),
+                    None => "no engine socket finding".to_string(),
+                };
+                return Described {
+                    score: 2,
+                    level: Some(c.rubric[2].to_string()),
+                    reason: format!("{checked}, and nothing at high or above from the capability, seccomp, namespace, device and kernel-interface checks"),
+                };
+            }
+            generic(&engine)
+        }
+        "secret-boundary" => {
+            if lowest == 2 {
+                let seen = match &obs.secrets {
+                    Some(s) => {
+                        let mut t = format!(
+                            "no credential reachable: this process's environment and {} of others, {} and {} search root(s) ({} entries, {} candidate files opened)",
+                            plural(s.processes_read, "process", "processes"),
+                            plural(s.homes, "home", "homes"),
+                            s.roots,
+                            s.entries,
+                            s.files_checked
+                        );
+                        if s.package_trees > 0 {
+                            t.push_str(&format!(
+                                "; {} hold their packages' own test keys (secret.package-data, not credentials)",
+                                plural(s.package_trees, "package tree", "package trees")
+                            ));
+                        }
+                        t
+                    }
+                    None => "no secret finding".to_string(),
+                };
+                let injected = match obs.secrets.as_ref().map(|s| s.short_lived_tokens) {
+                    Some(n) if n > 0 => {
+                        format!("{} within max_token_ttl", plural(n, "token", "tokens"))
+                    }
+                    _ => "no task secret is injected".to_string(),
+                };
+                return Described {
+                    score: 2,
+                    level: Some(format!(
+                        "No long-lived secret reachable ({injected}); a rotation owner cannot be seen from inside"
+                    )),
+                    reason: format!(
+                        "{seen}; {injected}; whether a named owner rotates the task's secrets cannot be seen from inside"
+                    ),
+                };
+            }
+            let secret =
+                |f: &Finding| f.code.starts_with("secret.") && f.code != "secret.package-data";
+            let tokens = |f: &Finding| f.code.starts_with("secret.token-");
+            if lowest == 0 {
+                let lvl = level_of(c, 0, at, secret)
+                    .replace("Long-lived host secrets", "Long-lived secrets");
+                Described {
+                    score: 0,
+                    level: Some(lvl.clone()),
+                    reason: format!("{lvl}: {}", decided.unwrap_or_default()),
+                }
+            } else {
+                generic(&tokens)
+            }
+        }
+        "teardown" => {
+            if lowest == 2 && at.is_empty() {
+                let seen = match &obs.teardown {
+                    Some(t) => format!(
+                        "{} besides the workspace, {} from an earlier run, no log or shell history with secrets on persistent storage",
+                        if t.persistent == 0 {
+                            "no writable persistent mount".to_string()
+                        } else {
+                            plural(t.persistent, "writable persistent mount", "writable persistent mounts")
+                        },
+                        if t.canaries == 0 { "no canary".to_string() } else { plural(t.canaries, "canary", "canaries") }
+                    ),
+                    None => "no teardown finding".to_string(),
+                };
+                return Described {
+                    score: 2,
+                    level: Some("Nothing seen to survive teardown; export and cleanup automation cannot be seen from inside".into()),
+                    reason: format!("{seen}; whether artifacts are exported and the container, volumes, caches and credentials are removed after the run cannot be seen from inside"),
+                };
+            }
+            if lowest == 2 {
+                return Described {
+                    score: 2,
+                    level: Some("Retained intentionally under owned exceptions; export and cleanup automation cannot be seen from inside".into()),
+                    reason: format!("retained under owned, unexpired exceptions: {}", decided.unwrap_or_default()),
+                };
+            }
+            if lowest == 1 {
+                let remains = |f: &Finding| {
+                    f.code == "teardown.persistent-writable" || f.code.starts_with("artifact.")
+                };
+                let lvl = if at.iter().all(|f| remains(f)) {
+                    "Volumes or logs remain (whether the container is removed cannot be seen from inside)".to_string()
+                } else {
+                    level_of(c, 1, at, |_| false)
+                };
+                return Described {
+                    score: 1,
+                    level: Some(lvl.clone()),
+                    reason: format!("{lvl}: {}", decided.unwrap_or_default()),
+                };
+            }
+            generic(&|_: &Finding| false)
+        }
+        _ => {
+            // Network, caches, browsers, reproducibility: the rubric's words,
+            // then the findings that decided.
+            let mut why = c.rubric[lowest as usize].to_string();
+            if let Some(d) = &decided {
+                why.push_str(&format!(": {d}"));
+            }
+            Described {
+                score: lowest,
+                level: Some(c.rubric[lowest as usize].to_string()),
+                reason: why,
+            }
+        }
+    }
+}
+
+fn repo_scope(
+    c: &Control,
+    lowest: u8,
+    at: &[&Finding],
+    decided: Option<String>,
+    seen: Option<&RepoSeen>,
+) -> Described {
+    let mounts = |f: &Finding| f.code.starts_with("mount.") || f.code == "write.host-path";
+    let Some(r) = seen else {
+        // Nothing observed beyond the findings: a clean repository and
+        // denied paths are not established.
+        let (score, level) = match lowest {
+            2 => (
+                1,
+                "Nothing broad is mounted; a clean repository and denied paths were not observed"
+                    .to_string(),
+            ),
+            s => (s, level_of(c, s, at, mounts)),
+        };
+        let reason = match &decided {
+            Some(d) => format!("{level}: {d}"),
+            None => level.clone(),
+        };
+        return Described {
+            score,
+            level: Some(level),
+            reason,
+        };
+    };
+    let ws = r.workspace.as_deref().unwrap_or("(no workspace)");
+    let ws_desc = match &r.repository {
+        Some((path, what, _)) if path == ws => format!("{ws} ({what})"),
+        Some((path, what, _)) => format!("{ws} (in {path}: {what})"),
+        None if r.workspace.is_some() => format!("{ws} (not a git repository)"),
+        None => "no workspace is declared".to_string(),
+    };
+    let mut seen_s = match (r.workspace_from_host, r.other_host_mounts.is_empty()) {
+        (true, true) => format!("only {ws_desc} is mounted from the host"),
+        (false, true) => format!("nothing is mounted from the host; the workspace is {ws_desc}"),
+        (from_host, false) => {
+            let mut shown: Vec<&str> = r
+                .other_host_mounts
+                .iter()
+                .take(3)
+                .map(String::as_str)
+                .collect();
+            let more = r.other_host_mounts.len().saturating_sub(shown.len());
+            let tail = if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            };
+            shown.sort_unstable();
+            let others = format!(
+                "{} from the host ({}{tail})",
+                plural(r.other_host_mounts.len(), "other mount", "other mounts"),
+                shown.join(", ")
+            );
+            if from_host {
+                format!("{ws_desc} and {others} are mounted")
+            } else {
+                format!("the workspace is {ws_desc}; {others} are mounted")
+            }
+        }
+    };
+    let visible: Vec<String> = r
+        .denied
+        .iter()
+        .filter(|(_, at)| !at.is_empty())
+        .map(|(d, at)| format!("{d} at {}", at.join(", ")))
+        .collect();
+    let denied_s = if r.denied.is_empty() {
+        "no denied paths are declared (policy [workspace] deny)".to_string()
+    } else {
+        let names: Vec<&str> = r.denied.iter().map(|(d, _)| d.as_str()).collect();
+        if visible.is_empty() {
+            format!(
+                "the policy denies {} and no host mount shows them",
+                names.join(", ")
+            )
+        } else {
+            format!(
+                "the policy denies {}, but a host mount shows {}",
+                names.join(", "),
+                visible.join("; ")
+            )
+        }
+    };
+    seen_s.push_str("; ");
+    seen_s.push_str(&denied_s);
+    if lowest < 2 {
+        let level = level_of(c, lowest, at, mounts);
+        return Described {
+            score: lowest,
+            reason: format!("{level}: {}; {seen_s}", decided.unwrap_or_default()),
+            level: Some(level),
+        };
+    }
+    // The findings allow 2: the rubric's conditions must be seen to hold.
+    let mut short: Vec<&str> = Vec::new();
+    match &r.repository {
+        Some((_, _, true)) => {}
+        Some(_) => short.push("a repository without uncommitted or untracked changes"),
+        None => short.push("a git repository for the workspace"),
+    }
+    if r.denied.is_empty() {
+        short.push("declared denied paths");
+    } else if !visible.is_empty() {
+        short.push("denied paths that no mount shows");
+    }
+    if r.workspace.is_none() {
+        short.push("a declared workspace");
+    }
+    if short.is_empty() {
+        Described {
+            score: 2,
+            level: Some(c.rubric[2].to_string()),
+            reason: seen_s,
+        }
+    } else {
+        Described {
+            score: 1,
+            level: Some(format!("Repo mount only, without {}", short.join(" or "))),
+            reason: format!("{seen_s}; 2 needs {}", short.join(" and ")),
+        }
     }
 }
 
@@ -333,11 +900,17 @@ mod tests {
             "m",
         )];
         let sc = score(&fs, &recs);
-        assert_eq!(sc.controls[0].score, Some(2));
+        assert_eq!(
+            sc.controls[0].score,
+            Some(1),
+            "without observed git state and policy, repo scope cannot claim 2: {}",
+            sc.controls[0].reason
+        );
         assert_eq!(sc.controls[1].score, Some(0));
         assert_eq!(sc.controls[1].findings, vec![fs[0].id.clone()]);
+        assert_eq!(sc.controls[1].level.as_deref(), Some("Host socket mounted"));
         assert_eq!(sc.controls[2].score, None, "secrets are not probed yet");
-        assert_eq!(sc.total, 2);
+        assert_eq!(sc.total, 1);
 
         let mut ex = fs.clone();
         ex[0].status = Status::Excepted;
@@ -388,11 +961,192 @@ mod tests {
         assert_eq!(es.findings.len(), 2, "notes are still listed");
         assert!(es.decisive.is_empty());
         let sc = score(&[Finding::new("priv.privileged", "container", "m")], &recs);
-        assert_eq!(control(&sc, "engine-socket").score, Some(0));
+        let es = control(&sc, "engine-socket");
+        assert_eq!(es.score, Some(0));
         assert_eq!(
-            control(&sc, "engine-socket").level,
-            Some("Host socket mounted")
+            es.level.as_deref(),
+            Some("The container runs privileged"),
+            "the level names the decisive finding, not a socket that is not there"
         );
+        assert!(!es.reason.contains("socket mounted"), "{}", es.reason);
+        assert!(
+            es.reason.contains("priv.privileged container"),
+            "{}",
+            es.reason
+        );
+    }
+
+    fn repo_obs(status: &str, deny: &[(&str, &[&str])], others: &[&str]) -> Observed {
+        Observed {
+            repo: Some(RepoSeen {
+                workspace: Some("/workspace".into()),
+                workspace_from_host: true,
+                other_host_mounts: others.iter().map(|s| s.to_string()).collect(),
+                repository: Some((
+                    "/workspace".into(),
+                    format!("git, branch main, {status}"),
+                    status == "clean",
+                )),
+                denied: deny
+                    .iter()
+                    .map(|(d, at)| (d.to_string(), at.iter().map(|s| s.to_string()).collect()))
+                    .collect(),
+            }),
+            ..Observed::default()
+        }
+    }
+
+    #[test]
+    fn repo_scope_reasons_say_what_was_seen() {
+        let recs = all_records();
+        let deny: &[(&str, &[&str])] = &[("~/.ssh", &[]), ("~/.aws", &[])];
+        let sc = score_observed(&[], &recs, &repo_obs("clean", deny, &[]));
+        let rs = control(&sc, "repo-scope");
+        assert_eq!(rs.score, Some(2), "{}", rs.reason);
+        assert_eq!(rs.level.as_deref(), Some(CONTROLS[0].rubric[2]));
+        assert_eq!(
+            rs.reason,
+            "only /workspace (git, branch main, clean) is mounted from the host; the policy denies ~/.ssh, ~/.aws and no host mount shows them"
+        );
+
+        // Untracked files: not clean, so not 2, and nothing says clean.
+        let sc = score_observed(&[], &recs, &repo_obs("dirty: 2 untracked", deny, &[]));
+        let rs = control(&sc, "repo-scope");
+        assert_eq!(rs.score, Some(1), "{}", rs.reason);
+        assert!(rs.reason.contains("dirty: 2 untracked"), "{}", rs.reason);
+        assert!(!rs.reason.contains("clean"), "{}", rs.reason);
+        assert!(
+            !rs.level.as_deref().unwrap().contains("clean"),
+            "{:?}",
+            rs.level
+        );
+
+        // No denied paths declared: the rubric's "explicit denied paths" is not met.
+        let sc = score_observed(&[], &recs, &repo_obs("clean", &[], &[]));
+        let rs = control(&sc, "repo-scope");
+        assert_eq!(rs.score, Some(1));
+        assert!(
+            rs.reason.contains("no denied paths are declared"),
+            "{}",
+            rs.reason
+        );
+        assert_ne!(rs.level.as_deref(), Some(CONTROLS[0].rubric[2]));
+
+        // A denied path a mount shows.
+        let shown: &[(&str, &[&str])] = &[("~/.ssh", &["/mnt/keys"])];
+        let sc = score_observed(&[], &recs, &repo_obs("clean", shown, &["/mnt/keys"]));
+        let rs = control(&sc, "repo-scope");
+        assert_eq!(rs.score, Some(1));
+        assert!(
+            rs.reason.contains("a host mount shows ~/.ssh at /mnt/keys"),
+            "{}",
+            rs.reason
+        );
+
+        // 0 from a finding: the level is the rubric's only for mounts.
+        let home = Finding::new("mount.home-directory", "/home/me", "m").severity(Severity::High);
+        let sc = score_observed(&[home], &recs, &repo_obs("clean", deny, &["/home/me"]));
+        let rs = control(&sc, "repo-scope");
+        assert_eq!(
+            (rs.score, rs.level.as_deref()),
+            (Some(0), Some("Broad host mounts"))
+        );
+        let blk = Finding::new("device.host-block", "/dev/sda", "m");
+        let sc = score_observed(&[blk], &recs, &repo_obs("clean", deny, &[]));
+        let rs = control(&sc, "repo-scope");
+        assert_eq!(
+            rs.level.as_deref(),
+            Some("A host block device is accessible"),
+            "{}",
+            rs.reason
+        );
+    }
+
+    #[test]
+    fn unseen_conditions_are_named_not_claimed() {
+        let mut recs = all_records();
+        recs.push(rec("secrets"));
+        recs.push(rec("teardown"));
+        let obs = Observed {
+            secrets: Some(SecretsSeen {
+                homes: 2,
+                roots: 3,
+                entries: 40,
+                files_checked: 1,
+                processes_read: 4,
+                package_trees: 1,
+                short_lived_tokens: 0,
+            }),
+            teardown: Some(TeardownSeen::default()),
+            ..Observed::default()
+        };
+        let pkg = Finding::new(
+            "secret.package-data",
+            "/home/dev/.pyenv/versions/3.11.2/lib",
+            "m",
+        );
+        let sc = score_observed(&[pkg], &recs, &obs);
+        let sb = control(&sc, "secret-boundary");
+        assert_eq!(
+            sb.score,
+            Some(2),
+            "package data does not lower it: {}",
+            sb.reason
+        );
+        let lvl = sb.level.as_deref().unwrap();
+        assert!(
+            !lvl.contains("Short-lived scoped secret injection"),
+            "{lvl}"
+        );
+        assert!(
+            lvl.contains("rotation owner cannot be seen from inside"),
+            "{lvl}"
+        );
+        assert!(
+            sb.reason.contains("no task secret is injected"),
+            "{}",
+            sb.reason
+        );
+        assert!(sb.reason.contains("1 package tree hold"), "{}", sb.reason);
+        let td = control(&sc, "teardown");
+        assert_eq!(td.score, Some(2));
+        let lvl = td.level.as_deref().unwrap();
+        assert!(!lvl.contains("Automated artifact export"), "{lvl}");
+        assert!(
+            td.reason.contains("no writable persistent mount"),
+            "{}",
+            td.reason
+        );
+        assert!(
+            td.reason.contains("cannot be seen from inside"),
+            "{}",
+            td.reason
+        );
+        // A volume that remains: the level does not claim the container is removed.
+        let vol = Finding::new("teardown.persistent-writable", "/data", "m");
+        let sc = score_observed(&[vol], &recs, &obs);
+        let td = control(&sc, "teardown");
+        assert_eq!(td.score, Some(1));
+        assert!(td
+            .level
+            .as_deref()
+            .unwrap()
+            .contains("cannot be seen from inside"));
+    }
+
+    #[test]
+    fn denied_paths_shown_by_mounts() {
+        assert!(shows("~/.ssh", "/home/alice/.ssh"));
+        assert!(shows("~/.ssh", "/home/alice"), "a home holds its .ssh");
+        assert!(shows("~/.ssh", "/root/.ssh/id_rsa"));
+        assert!(shows("~/.ssh", "/"), "a host root shows everything");
+        assert!(!shows("~/.ssh", "/home/alice/src/app"));
+        assert!(!shows("~/.aws", "/home/alice/.ssh"));
+        assert!(shows("/srv/secrets", "/srv"));
+        assert!(shows("/srv/secrets", "/srv/secrets/db"));
+        assert!(!shows("/srv/secrets", "/srv/app"));
+        assert!(!shows("~/.ssh", "/tmp"));
+        assert!(!shows("~/.ssh", "/tmp/selfprobe-ws"));
     }
 
     #[test]

@@ -109,16 +109,20 @@ pub fn evaluate(f: &DeviceFacts) -> Vec<Finding> {
                 .with("readable", n.readable)
                 .with("writable", n.writable)
         };
+        // Severity follows access: a node this process can neither read
+        // nor write is a step below one it can use, and says so.
+        let usable = n.readable || n.writable;
+        let access = match (n.readable, n.writable) {
+            (true, true) => "readable and writable by this process",
+            (false, true) => "writable by this process",
+            (true, false) => "readable by this process",
+            _ => "present but not usable by this process (access denied)",
+        };
         if n.kind == "block" {
-            let access = match (n.readable, n.writable) {
-                (_, true) => "writable",
-                (true, false) => "readable",
-                _ => "present (access denied to this user)",
-            };
-            let sev = if n.writable {
-                Severity::Critical
-            } else {
-                Severity::High
+            let sev = match (n.readable, n.writable) {
+                (_, true) => Severity::Critical,
+                (true, false) => Severity::High,
+                _ => Severity::Medium,
             };
             out.push(
                 ev(Finding::new(
@@ -129,7 +133,8 @@ pub fn evaluate(f: &DeviceFacts) -> Vec<Finding> {
                         n.path, n.major, n.minor
                     ),
                 ))
-                .severity(sev),
+                .severity(sev)
+                .with("usable", usable),
             );
             continue;
         }
@@ -138,14 +143,20 @@ pub fn evaluate(f: &DeviceFacts) -> Vec<Finding> {
             .iter()
             .find(|d| catalog::glob_match(&d.pattern, rel))
         {
+            let sev = if usable {
+                d.severity
+            } else {
+                d.severity.lowered()
+            };
             out.push(
                 ev(Finding::new(
                     "device.sensitive",
                     &n.path,
-                    format!("{}: {}", n.path, d.why),
+                    format!("{}: {}; {access}", n.path, d.why),
                 ))
-                .severity(d.severity)
-                .with("why", d.why.clone()),
+                .severity(sev)
+                .with("why", d.why.clone())
+                .with("usable", usable),
             );
         }
     }
@@ -161,4 +172,63 @@ pub fn evaluate(f: &DeviceFacts) -> Vec<Finding> {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(path: &str, kind: &'static str, readable: bool, writable: bool) -> DeviceNode {
+        DeviceNode {
+            path: path.into(),
+            kind,
+            major: 8,
+            minor: 0,
+            readable,
+            writable,
+        }
+    }
+
+    #[test]
+    fn severity_follows_access() {
+        let f = DeviceFacts {
+            nodes: vec![
+                node("/dev/sda", "block", true, true),
+                node("/dev/sdb", "block", true, false),
+                node("/dev/loop0", "block", false, false),
+                node("/dev/mem", "char", true, true),
+                node("/dev/kmsg", "char", false, false),
+            ],
+            truncated: false,
+        };
+        let out = evaluate(&f);
+        let sev = |p: &str| out.iter().find(|x| x.subject == p).map(|x| x.severity);
+        assert_eq!(sev("/dev/sda"), Some(Severity::Critical));
+        assert_eq!(sev("/dev/sdb"), Some(Severity::High));
+        assert_eq!(sev("/dev/loop0"), Some(Severity::Medium));
+        let loop0 = out.iter().find(|x| x.subject == "/dev/loop0").unwrap();
+        assert!(
+            loop0.message.contains("not usable by this process"),
+            "{}",
+            loop0.message
+        );
+        assert_eq!(loop0.evidence["usable"], false);
+        let mem = catalog::devices()
+            .iter()
+            .find(|d| d.pattern == "mem")
+            .unwrap()
+            .severity;
+        assert_eq!(sev("/dev/mem"), Some(mem));
+        let kmsg = out.iter().find(|x| x.subject == "/dev/kmsg");
+        if let Some(k) = kmsg {
+            assert!(
+                k.severity
+                    < catalog::devices()
+                        .iter()
+                        .find(|d| d.pattern == "kmsg")
+                        .unwrap()
+                        .severity
+            );
+        }
+    }
 }

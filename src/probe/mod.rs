@@ -5,6 +5,7 @@
 
 pub mod artifacts;
 pub mod devices;
+pub mod gitstate;
 pub mod mounts;
 pub mod namespaces;
 pub mod network;
@@ -253,6 +254,8 @@ pub struct Facts {
     pub sockets: Option<sockets::SocketFacts>,
     pub writable: Option<writable::WritableFacts>,
     pub network: Option<network::NetFacts>,
+    /// The workspace's git repository (repo scope's evidence).
+    pub repository: Option<gitstate::Repository>,
     pub secrets: Option<secrets::SecretFacts>,
     /// The image's identity (phase 4), where src/attest looks for it.
     pub image: Option<repro::ImageIdentity>,
@@ -467,6 +470,13 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     let persistent = spawn("artifacts", 5, d, move || {
         artifacts::collect_artifacts(&c.host, mf.as_deref(), inner(d))
     });
+    // The repository's git state: read from .git, the status from git.
+    let (c, d) = (ctx.clone(), budget(&ctx));
+    let repository = spawn("repository", 1, d, move || {
+        Ok(c.workspace
+            .as_ref()
+            .and_then(|w| gitstate::collect(&c.host, &w.0, d)))
+    });
     let c = ctx.clone();
     let mf = mount_facts.clone();
     let teardown = spawn("teardown", 6, budget(&ctx), move || {
@@ -526,6 +536,14 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         boundary: boundary_facts,
         mounts: None,
         network: None,
+        repository: take(
+            repository.wait(&mut records),
+            "repository",
+            1,
+            &mut findings,
+            &mut panicked,
+        )
+        .flatten(),
         image: None,
         repro: None,
         caches: None,

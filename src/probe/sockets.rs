@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::catalog::{self, SocketApi};
-use crate::finding::Finding;
+use crate::finding::{Finding, Severity};
 use crate::host::Host;
 use crate::probe::mounts::{MountClass, MountFacts};
 
@@ -604,11 +604,17 @@ pub fn evaluate(f: &SocketFacts) -> Vec<Finding> {
                     Outcome::NotEngine => "it answered, but not as a container engine",
                     _ => "connecting to it failed",
                 };
-                out.push(ev(Finding::new(
+                let mut f = ev(Finding::new(
                     "engine.socket-present",
                     &s.path,
                     format!("the {} socket {} is present; {why}", s.engine, s.path),
-                )));
+                ));
+                // Severity follows access: a socket this process may not
+                // connect to ranks below one it could use.
+                if s.outcome == Outcome::Denied {
+                    f = f.severity(Severity::Medium).with("usable", false);
+                }
+                out.push(f);
             }
         }
     }

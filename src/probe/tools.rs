@@ -1,4 +1,10 @@
-//! Tool versions for phase 4, observed by running each tool's version flag:
+//! Tool versions for phase 4. A version a file says is read, not asked
+//! for: the package.json of npm, npx, pnpm, yarn and corepack (scripts that
+//! would start node, 0.7 s for `npm --version` in a Debian image), the
+//! dist-info METADATA of pip, uv and other Python-installed tools, a venv's
+//! pyvenv.cfg, a JDK's `release`, a Go root's `VERSION`, and the system's
+//! package database (dpkg's status, for a binary its .list names). Only
+//! when no file says is the tool run, by its version flag:
 //! no shell, an environment holding only PATH, HOME and switches that keep
 //! tools offline, stdin from /dev/null, stdout and stderr into one capped
 //! pipe, the working directory at / (so no project file makes a toolchain
@@ -25,6 +31,8 @@ use serde::Serialize;
 use crate::host::Host;
 use crate::probe::place;
 
+mod versions;
+
 /// The tools looked for on PATH and the arguments that print their version.
 pub const TOOLS: &[(&str, &[&str])] = &[
     ("python3", &["--version"]),
@@ -32,8 +40,12 @@ pub const TOOLS: &[(&str, &[&str])] = &[
     ("uv", &["--version"]),
     ("node", &["--version"]),
     ("npm", &["--version"]),
+    ("npx", &["--version"]),
     ("pnpm", &["--version"]),
     ("yarn", &["--version"]),
+    ("corepack", &["--version"]),
+    ("pip", &["--version"]),
+    ("pip3", &["--version"]),
     ("deno", &["--version"]),
     ("bun", &["--version"]),
     ("go", &["version"]),
@@ -82,6 +94,8 @@ pub enum ToolStatus {
     Error,
     /// Found but deliberately not run.
     NotRun,
+    /// Not run: a file says its version (`version_file`).
+    FromFile,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -95,6 +109,9 @@ pub struct ToolRun {
     pub status: ToolStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// The file the version was read from, when it was not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version_file: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     pub duration_ms: u64,
@@ -141,7 +158,31 @@ fn refuse(meta: &std::fs::Metadata) -> Option<String> {
     None
 }
 
-/// Finds each tool on PATH and, on a live system, runs it.
+/// `name` on PATH, if this process may run it (see `refuse`); never under
+/// --root. For a tool another probe runs itself (git status).
+pub fn runnable(host: &Host, name: &str) -> Result<PathBuf, String> {
+    if !host.is_live() {
+        return Err("--root: binaries in a fixture tree are never executed".into());
+    }
+    let found = search_path()
+        .iter()
+        .map(|d| d.join(name))
+        .find(|p| std::fs::symlink_metadata(host.path(p)).is_ok())
+        .ok_or_else(|| format!("{name} is not on PATH"))?;
+    let real = place::resolve(host, &found)
+        .ok_or_else(|| format!("{}: a symlink loop", found.display()))?;
+    let m = std::fs::metadata(host.path(&real))
+        .map_err(|e| format!("{}: cannot stat: {e}", real.display()))?;
+    if let Some(why) = refuse(&m) {
+        return Err(format!("{} is not run: {why}", real.display()));
+    }
+    host.access(&real, AccessFlags::X_OK)
+        .map_err(|e| format!("{} is not executable: {}", real.display(), e.desc()))?;
+    Ok(host.path(&found))
+}
+
+/// Finds each tool on PATH and reads its version from a file, or, on a
+/// live system where no file says, runs it.
 pub fn observe(host: &Host, deadline: Instant) -> Vec<ToolRun> {
     let path = search_path(host);
     let joined = path
@@ -163,6 +204,7 @@ pub fn observe(host: &Host, deadline: Instant) -> Vec<ToolRun> {
 
     let mut pending: Vec<ToolRun> = Vec::new();
     let mut to_run: Vec<(usize, PathBuf)> = Vec::new();
+    let mut db = versions::Dpkg::default();
     for (name, args) in TOOLS {
         let Some(found) = path
             .iter()
@@ -182,6 +224,7 @@ pub fn observe(host: &Host, deadline: Instant) -> Vec<ToolRun> {
             args: args.iter().map(|a| a.to_string()).collect(),
             status: ToolStatus::NotRun,
             version: None,
+            version_file: None,
             exit_code: None,
             duration_ms: 0,
             reason: None,
@@ -191,6 +234,14 @@ pub fn observe(host: &Host, deadline: Instant) -> Vec<ToolRun> {
             pending.push(run);
             continue;
         };
+        // Reading a file runs nothing, so it is done under --root too.
+        if let Some((version, file)) = versions::from_files(host, name, &found, &real, &mut db) {
+            run.status = ToolStatus::FromFile;
+            run.version = Some(version);
+            run.version_file = Some(file);
+            pending.push(run);
+            continue;
+        }
         if !host.is_live() {
             run.reason = Some("--root: binaries in a fixture tree are never executed".into());
             pending.push(run);
@@ -269,6 +320,18 @@ pub fn run_bounded(
     cwd: &Path,
     deadline: Instant,
 ) -> Outcome {
+    run_capped(exe, args, env, cwd, deadline, OUTPUT_CAP)
+}
+
+/// `run_bounded`, keeping up to `cap` bytes of output.
+pub fn run_capped(
+    exe: &Path,
+    args: &[String],
+    env: &[(String, String)],
+    cwd: &Path,
+    deadline: Instant,
+    cap: usize,
+) -> Outcome {
     let started = Instant::now();
     let fail = |why: String| Outcome {
         status: ToolStatus::Error,
@@ -315,7 +378,7 @@ pub fn run_bounded(
         match reader.read(&mut chunk) {
             Ok(0) => break,
             Ok(n) => {
-                let room = OUTPUT_CAP.saturating_sub(out.len());
+                let room = cap.saturating_sub(out.len());
                 out.extend_from_slice(&chunk[..n.min(room)]);
             }
             Err(_) => break,

@@ -26,8 +26,11 @@ pub fn list_checks() -> String {
 }
 
 pub fn explain(code: &str) -> Result<String, String> {
+    if let Some(t) = crate::scorecard::explain(code) {
+        return Ok(t);
+    }
     let c = code_info(code).ok_or_else(|| {
-        format!("unknown finding code '{code}': run `selfprobe list-checks` for the list")
+        format!("unknown finding code '{code}': run `selfprobe list-checks` for the list, or `selfprobe explain scorecard` for how the scorecard is scored")
     })?;
     Ok(format!(
         "{code}: {title}\n\nseverity: {sev}\nphase:    {phase} ({pname})\ncontrol:  {control}\n\n{explain}\n\nRemediation: {rem}\n",

@@ -4,8 +4,14 @@
 
 use std::fmt::Write;
 
-use crate::finding::{phase_name, Severity, Status};
+use crate::finding::{phase_name, Finding, Severity, Status};
 use crate::model::Report;
+
+/// Subjects named in a grouped entry before "and N more".
+const SHOWN_SUBJECTS: usize = 3;
+/// A subject in a grouped entry is cut to this many characters: a deep path
+/// must not push the others off the line.
+const SUBJECT_WIDTH: usize = 48;
 
 /// The text report's one sanitiser (src/util/sanitize.rs).
 pub fn sanitize(s: &str) -> String {
@@ -40,7 +46,10 @@ impl Style {
     }
 }
 
-pub fn render(r: &Report, color: bool) -> String {
+/// `verbose`: every finding in full; otherwise the findings of one code
+/// (and status) are one entry with their count and a few subjects, so a
+/// privileged container's 60 findings read in one screen.
+pub fn render(r: &Report, color: bool, verbose: bool) -> String {
     let st = Style { on: color };
     let mut o = String::new();
     let _ = writeln!(
@@ -95,13 +104,11 @@ pub fn render(r: &Report, color: bool) -> String {
         );
     }
 
-    // The remediation is the same for every finding of a code: print it once.
-    let mut fixed: Vec<&str> = Vec::new();
-    let mut phases: Vec<u8> = r.findings.iter().map(|f| f.phase).collect();
-    phases.dedup();
     if r.findings.is_empty() {
         let _ = writeln!(o, "\nNo findings.");
     }
+    let mut phases: Vec<u8> = r.findings.iter().map(|f| f.phase).collect();
+    phases.dedup();
     for p in phases {
         let title = if p == 0 {
             "Run".to_string()
@@ -109,35 +116,13 @@ pub fn render(r: &Report, color: bool) -> String {
             format!("Phase {p}: {}", phase_name(p))
         };
         let _ = writeln!(o, "\n{}", st.bold(&title));
-        for f in r.findings.iter().filter(|f| f.phase == p) {
-            let status = match f.status {
-                Status::Fail => String::new(),
-                Status::Excepted => " [excepted]".into(),
-                Status::Unknown => " [unknown]".into(),
-            };
-            let _ = writeln!(
-                o,
-                "  {}  {}  {}{status}",
-                st.sev(f.severity),
-                f.code,
-                sanitize(&f.subject)
-            );
-            let _ = writeln!(o, "            {}", sanitize(&f.message));
-            if let Some(ex) = &f.exception {
-                let _ = writeln!(
-                    o,
-                    "            exception: owner {}, expires {}: {}",
-                    sanitize(&ex.owner),
-                    sanitize(&ex.expires),
-                    sanitize(&ex.reason)
-                );
-            } else if f.status == Status::Fail && !fixed.contains(&f.code.as_str()) {
-                fixed.push(&f.code);
-                let _ = writeln!(o, "            fix: {}", sanitize(&f.remediation));
-            }
+        let mine: Vec<&Finding> = r.findings.iter().filter(|f| f.phase == p).collect();
+        if verbose {
+            every_finding(&mut o, &mine, &st);
+        } else {
+            grouped(&mut o, &mine, &st);
         }
     }
-
     destinations(&mut o, r, &st);
 
     let _ = writeln!(o, "\n{}", st.bold("Scorecard"));
@@ -192,6 +177,139 @@ pub fn render(r: &Report, color: bool) -> String {
         i32::from(r.summary.exit_code)
     );
     o
+}
+
+fn status_tag(s: Status) -> &'static str {
+    match s {
+        Status::Fail => "",
+        Status::Excepted => " [excepted]",
+        Status::Unknown => " [unknown]",
+    }
+}
+
+/// `--verbose`: each finding with its message; the fix once per code.
+fn every_finding(o: &mut String, findings: &[&Finding], st: &Style) {
+    let mut fixed: Vec<&str> = Vec::new();
+    for f in findings {
+        let _ = writeln!(
+            o,
+            "  {}  {}  {}{}",
+            st.sev(f.severity),
+            f.code,
+            sanitize(&f.subject),
+            status_tag(f.status)
+        );
+        let _ = writeln!(o, "            {}", sanitize(&f.message));
+        if let Some(ex) = &f.exception {
+            let _ = writeln!(
+                o,
+                "            exception: owner {}, expires {}: {}",
+                sanitize(&ex.owner),
+                sanitize(&ex.expires),
+                sanitize(&ex.reason)
+            );
+        } else if f.status == Status::Fail && !fixed.contains(&f.code.as_str()) {
+            fixed.push(&f.code);
+            let _ = writeln!(o, "            fix: {}", sanitize(&f.remediation));
+        }
+    }
+}
+
+fn cut(s: &str, n: usize) -> String {
+    let s = sanitize(s);
+    if s.chars().count() <= n {
+        return s;
+    }
+    let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
+/// One entry per code and status, in the order of their most severe
+/// finding: the count with its severities, a few subjects, the fix once.
+fn grouped(o: &mut String, findings: &[&Finding], st: &Style) {
+    let mut groups: Vec<Vec<&Finding>> = Vec::new();
+    for f in findings {
+        match groups
+            .iter_mut()
+            .find(|g| g[0].code == f.code && g[0].status == f.status)
+        {
+            Some(g) => g.push(f),
+            None => groups.push(vec![f]),
+        }
+    }
+    let mut fixed: Vec<&str> = Vec::new();
+    for g in groups {
+        let first = g[0];
+        let top = g.iter().map(|f| f.severity).max().unwrap_or(first.severity);
+        if g.len() == 1 {
+            let _ = writeln!(
+                o,
+                "  {}  {}  {}{}",
+                st.sev(top),
+                first.code,
+                sanitize(&first.subject),
+                status_tag(first.status)
+            );
+            let _ = writeln!(o, "            {}", sanitize(&first.message));
+        } else {
+            let by_sev: Vec<String> = Severity::ALL
+                .iter()
+                .filter_map(|s| {
+                    let n = g.iter().filter(|f| f.severity == *s).count();
+                    (n > 0).then(|| format!("{n} {s}"))
+                })
+                .collect();
+            let counts = if by_sev.len() > 1 {
+                format!("{}: {}", g.len(), by_sev.join(", "))
+            } else {
+                g.len().to_string()
+            };
+            let _ = writeln!(
+                o,
+                "  {}  {} ({counts}){}",
+                st.sev(top),
+                first.code,
+                status_tag(first.status)
+            );
+            let shown: Vec<String> = g
+                .iter()
+                .take(SHOWN_SUBJECTS)
+                .map(|f| cut(&f.subject, SUBJECT_WIDTH))
+                .collect();
+            let more = g.len() - shown.len();
+            let _ = writeln!(
+                o,
+                "            {}: {}{}",
+                sanitize(&first.title),
+                shown.join(", "),
+                if more > 0 {
+                    format!(" and {more} more (--verbose lists them)")
+                } else {
+                    String::new()
+                }
+            );
+        }
+        let excepted: Vec<_> = g.iter().filter_map(|f| f.exception.as_ref()).collect();
+        if let Some(ex) = excepted.first() {
+            let others = excepted.len() - 1;
+            let _ = writeln!(
+                o,
+                "            exception: owner {}, expires {}: {}{}",
+                sanitize(&ex.owner),
+                sanitize(&ex.expires),
+                sanitize(&ex.reason),
+                if others > 0 {
+                    format!(" (+{others} more exception(s))")
+                } else {
+                    String::new()
+                }
+            );
+        } else if first.status == Status::Fail && !fixed.contains(&first.code.as_str()) {
+            fixed.push(&first.code);
+            let _ = writeln!(o, "            fix: {}", sanitize(&first.remediation));
+        }
+    }
 }
 
 /// The network destinations tried, one line each, when any were.

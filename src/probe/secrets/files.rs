@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use super::helpers::{self, Helper};
 use super::history::{self, History};
+use super::packages::{self, PackageTree, TreeMatcher};
 use super::rules::{
     credentials, env_secrets, glob1, suffix_match, url_userinfo, Check, Entries, FileRule, Protocol,
 };
@@ -102,6 +103,10 @@ pub struct CredFile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mount_class: Option<crate::probe::mounts::MountClass>,
     pub persistent: Option<bool>,
+    /// The package tree it sits in (probes/package-trees.toml): package
+    /// data, reported once per tree as secret.package-data.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub package_tree: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -143,6 +148,10 @@ pub struct SearchFacts {
     pub walk_us: u128,
     pub entries_per_s: u64,
     pub budget: BudgetFacts,
+    /// Package trees entered (probes/package-trees.toml), with what they hold.
+    pub package_trees: Vec<PackageTree>,
+    /// Package trees beyond packages::MAX_TREES: walked as package data, not listed.
+    pub package_trees_dropped: usize,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -180,6 +189,8 @@ struct Candidate {
     what: What,
     origin: String,
     scope: PathBuf,
+    /// Index into facts.package_trees.
+    tree: Option<usize>,
 }
 
 /// A `*`-glob over one path component, split once at the stars so that
@@ -377,6 +388,7 @@ pub struct Search<'a> {
     histories: Matcher,
     prune: Matcher,
     agents: Matcher,
+    trees: TreeMatcher,
 }
 
 const NO_EXCLUDES: &[String] = &[];
@@ -437,7 +449,32 @@ impl<'a> Search<'a> {
                     .iter()
                     .map(|p| (p.as_str(), NO_EXCLUDES)),
             ),
+            trees: TreeMatcher::new(),
         }
+    }
+
+    /// The package tree `dir` opens, if its layout is one: a new entry in
+    /// the facts (or a count past MAX_TREES, where it still counts as one).
+    fn enter_tree(
+        &mut self,
+        dir: &Path,
+        name: &str,
+        origin: &str,
+        comps: &mut dyn FnMut() -> Vec<String>,
+    ) -> Option<usize> {
+        let rule = self.trees.tree_of(self.host, dir, name, comps)?;
+        if self.facts.package_trees.len() >= packages::MAX_TREES {
+            self.facts.package_trees_dropped += 1;
+            return Some(usize::MAX);
+        }
+        let mount = self
+            .mounts
+            .lookup(dir)
+            .map(|(m, c)| (m, c, MountIndex::persistent(c)));
+        self.facts
+            .package_trees
+            .push(packages::new_tree(rule, dir, origin, mount));
+        Some(self.facts.package_trees.len() - 1)
     }
 
     fn classify(&self, path: &Path, alias: Option<&Path>) -> Option<What> {
@@ -462,6 +499,17 @@ impl<'a> Search<'a> {
     }
 
     fn push(&mut self, path: PathBuf, what: What, origin: &str, scope: &Path) {
+        self.push_in(path, what, origin, scope, None);
+    }
+
+    fn push_in(
+        &mut self,
+        path: PathBuf,
+        what: What,
+        origin: &str,
+        scope: &Path,
+        tree: Option<usize>,
+    ) {
         if self.cands.len() >= MAX_CANDIDATES {
             if !self.cand_paths.contains(&path) {
                 self.facts.candidates_dropped += 1;
@@ -474,6 +522,7 @@ impl<'a> Search<'a> {
                 what,
                 origin: origin.to_string(),
                 scope: scope.to_path_buf(),
+                tree,
             });
         }
     }
@@ -596,9 +645,18 @@ impl<'a> Search<'a> {
             elapsed_us: 0,
             truncated: None,
         };
-        let mut queue = VecDeque::from([(root.path.clone(), 0usize)]);
+        // A root can itself be a package tree (a mount of a cargo registry).
+        let root_name = root
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let root_tree = self.enter_tree(&root.path, &root_name, &root.origin, &mut || {
+            comps(&root.path)
+        });
+        let mut queue = VecDeque::from([(root.path.clone(), 0usize, root_tree)]);
         let mut popped = 0usize;
-        'dirs: while let Some((dir, depth)) = queue.pop_front() {
+        'dirs: while let Some((dir, depth, tree)) = queue.pop_front() {
             // Per directory too: a tree of empty or unreadable directories
             // has few entries per listing, and the entry check is sparse.
             popped += 1;
@@ -707,7 +765,16 @@ impl<'a> Search<'a> {
                         ));
                         break 'dirs;
                     }
-                    queue.push_back((dir.join(&name), depth + 1));
+                    let sub = dir.join(&name);
+                    let sub_tree = tree.or_else(|| {
+                        let mut c = || {
+                            let mut c = dir_comps.get_or_insert_with(|| comps(&dir)).clone();
+                            c.push(name_s.to_string());
+                            c
+                        };
+                        self.enter_tree(&sub, &name_s, &root.origin, &mut c)
+                    });
+                    queue.push_back((sub, depth + 1, sub_tree));
                     continue;
                 }
                 let path = || dir.join(&name);
@@ -736,7 +803,7 @@ impl<'a> Search<'a> {
                         self.classify(&a, None)
                     });
                     if let Some(w) = hit {
-                        self.push(path(), w, &root.origin, &root.path);
+                        self.push_in(path(), w, &root.origin, &root.path, tree);
                     }
                 } else if ft.is_socket() && self.agents.first(&name_s, "", &mut Vec::new).is_some()
                 {
@@ -852,8 +919,12 @@ impl<'a> Search<'a> {
                     self.facts.bytes_read += head.len() as u64;
                     let path = c.path.to_string_lossy();
                     details = confirm(rule, &head, meta.len(), &path);
-                    out.tokens.append(&mut details.tokens);
-                    out.helpers.append(&mut details.helpers);
+                    // A token or helper in a package's own fixture is
+                    // package data too: counted with its tree below.
+                    if c.tree.is_none() {
+                        out.tokens.append(&mut details.tokens);
+                        out.helpers.append(&mut details.helpers);
+                    }
                     confirmed = Some(details.ok);
                 }
                 Err(_) => readable = false,
@@ -868,7 +939,12 @@ impl<'a> Search<'a> {
             _ => {}
         }
         let (mount, mount_class, persistent) = self.located(&c.path);
-        out.files.push(CredFile {
+        let tree = c.tree.and_then(|i| self.facts.package_trees.get_mut(i));
+        let package_tree = tree.as_ref().map(|t| t.path.clone());
+        // Past MAX_TREES the tree is not listed, but its file is still package data.
+        let package_tree =
+            package_tree.or_else(|| c.tree.map(|_| "(unlisted package tree)".into()));
+        let file = CredFile {
             path: c.path.to_string_lossy().into_owned(),
             kind: rule.kind.clone(),
             rule: rule.path.clone(),
@@ -885,7 +961,12 @@ impl<'a> Search<'a> {
             mount,
             mount_class,
             persistent,
-        });
+            package_tree,
+        };
+        if let Some(t) = tree {
+            packages::count(t, &file, details.tokens.len() + details.helpers.len());
+        }
+        out.files.push(file);
     }
 
     fn check_history(

@@ -16,6 +16,7 @@ pub mod env;
 pub mod files;
 pub mod helpers;
 pub mod history;
+pub mod packages;
 pub mod rules;
 pub mod tokens;
 
@@ -772,7 +773,9 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
             .with("variables", json(&p.variables)),
         );
     }
-    for c in &f.files {
+    // Keys in a package tree are its packages' fixtures: one finding per tree.
+    out.extend(packages::evaluate(&f.search.package_trees));
+    for c in f.files.iter().filter(|c| c.package_tree.is_none()) {
         let mut what = c.kind.clone();
         if let Some(fmt) = &c.format {
             what = format!(

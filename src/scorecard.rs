@@ -28,6 +28,9 @@ pub struct Control {
     /// Codes listed with the control that never lower it: package trees'
     /// own test keys are not the workspace's secrets.
     pub notes: &'static [&'static str],
+    /// A finding that shows the control working: it does not lower the
+    /// score, and what it says is added to the reason at 2.
+    pub credit: Option<fn(&Finding) -> Option<String>>,
 }
 
 /// The rule every score follows, for `selfprobe explain scorecard`.
@@ -89,6 +92,33 @@ fn pet_container(f: &Finding) -> bool {
         && f.evidence.get("setup_contract_found") == Some(&serde_json::Value::Bool(false))
 }
 
+/// A proxy is "some proxy control" (1) until it is seen to enforce the
+/// task's contract: net.proxy's evidence then says that every destination
+/// kept its contract and that the proxy itself refused at least one deny
+/// destination (src/probe/network.rs), and the network policy is the
+/// rubric's audited allowlist, enforced by that proxy.
+fn proxy_enforces(f: &Finding) -> Option<String> {
+    let ev = &f.evidence;
+    if f.code != "net.proxy"
+        || f.status != Status::Fail
+        || ev.get("enforces_contract") != Some(&serde_json::Value::Bool(true))
+    {
+        return None;
+    }
+    let n = |k: &str| ev.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    let proxies: Vec<&str> = ev
+        .get("used_proxies")
+        .and_then(|v| v.as_array())
+        .map(|a| a.iter().filter_map(|p| p.as_str()).collect())
+        .unwrap_or_default();
+    Some(format!(
+        "the proxy {} enforces the contract ({} deny destination(s) refused by it, {} allow destination(s) reached through it)",
+        proxies.join(" and "),
+        n("denied_by_proxy"),
+        n("reached_through_proxy")
+    ))
+}
+
 pub const CONTROLS: &[Control] = &[
     Control {
         key: "repo-scope",
@@ -105,6 +135,7 @@ pub const CONTROLS: &[Control] = &[
         excepted: 1,
         zero: None,
         notes: &[],
+        credit: None,
     },
     Control {
         key: "engine-socket",
@@ -119,6 +150,7 @@ pub const CONTROLS: &[Control] = &[
         excepted: 1,
         zero: None,
         notes: &[],
+        credit: None,
     },
     Control {
         key: "secret-boundary",
@@ -133,6 +165,7 @@ pub const CONTROLS: &[Control] = &[
         excepted: 1,
         zero: None,
         notes: &["secret.package-data"],
+        credit: None,
     },
     Control {
         key: "network-policy",
@@ -147,6 +180,7 @@ pub const CONTROLS: &[Control] = &[
         excepted: 1,
         zero: None,
         notes: &[],
+        credit: Some(proxy_enforces),
     },
     Control {
         key: "cache-policy",
@@ -161,6 +195,7 @@ pub const CONTROLS: &[Control] = &[
         excepted: 2,
         zero: None,
         notes: &[],
+        credit: None,
     },
     Control {
         key: "browser-isolation",
@@ -175,6 +210,7 @@ pub const CONTROLS: &[Control] = &[
         excepted: 1,
         zero: None,
         notes: &[],
+        credit: None,
     },
     Control {
         key: "reproducibility",
@@ -189,6 +225,7 @@ pub const CONTROLS: &[Control] = &[
         excepted: 1,
         zero: Some(pet_container),
         notes: &[],
+        credit: None,
     },
     Control {
         key: "teardown",
@@ -206,6 +243,7 @@ pub const CONTROLS: &[Control] = &[
         excepted: 2,
         zero: None,
         notes: &[],
+        credit: None,
     },
 ];
 
@@ -261,7 +299,7 @@ fn cap(c: &Control, f: &Finding) -> Option<u8> {
     if f.status == Status::Fail && c.zero.is_some_and(|z| z(f)) {
         return Some(0);
     }
-    if f.severity < c.floor {
+    if f.severity < c.floor || credited(c, f).is_some() {
         return None;
     }
     match f.status {
@@ -270,6 +308,10 @@ fn cap(c: &Control, f: &Finding) -> Option<u8> {
         Status::Excepted => (c.excepted < 2).then_some(c.excepted),
         Status::Unknown => None,
     }
+}
+
+fn credited(c: &Control, f: &Finding) -> Option<String> {
+    c.credit.and_then(|k| k(f))
 }
 
 fn label(f: &Finding) -> String {
@@ -315,9 +357,10 @@ pub fn score_observed(findings: &[Finding], records: &[ProbeRecord], obs: &Obser
             .collect();
         let lowest = capped.iter().map(|(_, s)| *s).min().unwrap_or(2);
         let unknowns: Vec<&Finding> = mine.iter().copied().filter(|f| unknown(f)).collect();
+        let credits: Vec<String> = mine.iter().filter_map(|f| credited(c, f)).collect();
         let notes = mine
             .iter()
-            .filter(|f| !unknown(f) && cap(c, f).is_none())
+            .filter(|f| !unknown(f) && cap(c, f).is_none() && credited(c, f).is_none())
             .count();
         let mut decisive: Vec<String> = Vec::new();
         let (score, level, reason) = if !missing.is_empty() {
@@ -350,6 +393,9 @@ pub fn score_observed(findings: &[Finding], records: &[ProbeRecord], obs: &Obser
             decisive = at.iter().map(|f| f.id.clone()).collect();
             let d = describe(c, lowest, &at, obs);
             let mut why = d.reason;
+            if lowest == 2 && !credits.is_empty() {
+                why.push_str(&format!(": {}", credits.join("; ")));
+            }
             if notes > 0 {
                 why.push_str(&format!(
                     " ({notes} note(s) below {}, covered by an owned exception or package data do not lower it)",
@@ -1242,6 +1288,41 @@ mod tests {
             .with("probe", "caches");
         let sc = score(&[other], &recs);
         assert_eq!(control(&sc, "secret-boundary").score, Some(2));
+    }
+
+    #[test]
+    fn a_proxy_that_enforces_the_contract_scores_two_and_is_named() {
+        let mut recs = all_records();
+        recs.push(rec("network"));
+        let proxy = |enforces: bool| {
+            Finding::new("net.proxy", "environment", "m")
+                .with("enforces_contract", enforces)
+                .with("denied_by_proxy", 3)
+                .with("reached_through_proxy", 2)
+                .with("used_proxies", vec!["http://***@127.0.0.1:3128"])
+        };
+        let sc = score(&[proxy(true)], &recs);
+        let np = control(&sc, "network-policy");
+        assert_eq!(np.score, Some(2), "{}", np.reason);
+        assert_eq!(
+            np.reason,
+            "Default-deny or audited allowlist for the task: the proxy http://***@127.0.0.1:3128 enforces the contract (3 deny destination(s) refused by it, 2 allow destination(s) reached through it)"
+        );
+        assert!(np.decisive.is_empty());
+        // A proxy not seen enforcing it is "some proxy control".
+        let sc = score(&[proxy(false)], &recs);
+        let np = control(&sc, "network-policy");
+        assert_eq!(np.score, Some(1));
+        assert_eq!(
+            np.reason,
+            "Some proxy or manual domain controls: net.proxy environment"
+        );
+        // A proxy that forwards a denied destination: at most 1.
+        let fwd = Finding::new("net.proxy-forwards-denied", "http://127.0.0.1:9/", "m");
+        let sc = score(&[proxy(false), fwd.clone()], &recs);
+        assert_eq!(control(&sc, "network-policy").score, Some(1));
+        let sc = score(&[proxy(false), fwd.severity(Severity::High)], &recs);
+        assert_eq!(control(&sc, "network-policy").score, Some(0));
     }
 
     #[test]

@@ -32,7 +32,7 @@ use crate::policy::Policy;
 use builtin::Kind;
 use dial::{Dial, NetError};
 use http::{Request, Response, Timed};
-use proxy::{ProxyEnv, ProxyInfo};
+use proxy::{Answer, ProxyEnv, ProxyInfo, ProxySaid, ProxyUrl};
 use resolve::{ResolverConf, Via};
 use target::{HostName, Scheme, Target};
 use tls::{Presented, Tls, TlsError, TrustStore};
@@ -94,7 +94,21 @@ pub enum NetOutcome {
     Blocked,
     DnsFailure,
     TlsFailure,
+    /// The proxy refused to forward it (403, squid's ERR_ACCESS_DENIED,
+    /// tinyproxy's "Filtered" or "Access violation").
     ProxyDenied,
+    /// The proxy asks for credentials (407) before it forwards anything.
+    ProxyAuthRequired,
+    /// The proxy tried to forward it and the destination failed (502, 503,
+    /// 504, squid's ERR_CONNECT_FAIL or ERR_ZERO_SIZE_OBJECT, tinyproxy's
+    /// "Unable to connect"): the proxy forwards there.
+    ProxyUpstreamFailure,
+    /// The proxy took the request and closed the connection or stayed
+    /// silent: neither a refusal nor a forward is shown.
+    ProxyNoAnswer,
+    /// The proxy's own answer says neither that it refuses nor that the
+    /// destination failed (a 501 to CONNECT, an answer that is not HTTP).
+    ProxyError,
     /// Stopped by the `--net-loopback-only` test guard.
     NotAttempted,
     Error,
@@ -111,6 +125,10 @@ impl NetOutcome {
             NetOutcome::DnsFailure => "dns-failure",
             NetOutcome::TlsFailure => "tls-failure",
             NetOutcome::ProxyDenied => "proxy-denied",
+            NetOutcome::ProxyAuthRequired => "proxy-auth-required",
+            NetOutcome::ProxyUpstreamFailure => "proxy-upstream-failure",
+            NetOutcome::ProxyNoAnswer => "proxy-no-answer",
+            NetOutcome::ProxyError => "proxy-error",
             NetOutcome::NotAttempted => "not-attempted",
             NetOutcome::Error => "error",
         }
@@ -176,6 +194,12 @@ pub struct DestResult {
     /// The address connected to (or last tried).
     pub address: Option<String>,
     pub proxy: Option<String>,
+    /// Whether Proxy-Authorization was sent (credentials from the proxy
+    /// variable's URL); never what it held.
+    pub proxy_credentials_sent: Option<bool>,
+    /// The proxy's own answer, when it gave one (a refusal, an upstream
+    /// failure, a request for credentials).
+    pub proxy_answer: Option<ProxySaid>,
     pub http_status: Option<u16>,
     /// metadata: the provider's request got a 2xx; engine: /_ping said OK;
     /// browser-debug: /json/version answered as DevTools.
@@ -494,6 +518,8 @@ fn new_result(p: &Planned) -> DestResult {
         resolved: Vec::new(),
         address: None,
         proxy: None,
+        proxy_credentials_sent: None,
+        proxy_answer: None,
         http_status: None,
         answered: None,
         steps: Vec::new(),
@@ -546,11 +572,6 @@ impl Fail {
             };
         }
         Fail::net(stage, NetError::from_io(&e))
-    }
-
-    fn at(mut self, stage: &'static str) -> Fail {
-        self.stage = stage;
-        self
     }
 }
 
@@ -791,6 +812,7 @@ fn request(
     match sh.proxy.for_target(t) {
         Some(px) => {
             r.proxy = Some(px.shown.clone());
+            r.proxy_credentials_sent = Some(px.auth.is_some());
             if let Some(why) = &px.unsupported {
                 return Err(Fail {
                     outcome: NetOutcome::Error,
@@ -800,9 +822,17 @@ fn request(
             }
             // The proxy resolves the destination's name, not us.
             r.resolved_via = Some(Via::Proxy);
+            let unreachable = |mut f: Fail| {
+                f.stage = "proxy";
+                f.message = format!(
+                    "the proxy {} could not be reached ({}), so the destination was not tried through it",
+                    px.shown, f.message
+                );
+                f
+            };
             let addrs =
-                endpoints(sh, &px.host, px.port, deadline, r, false).map_err(|f| f.at("proxy"))?;
-            let (mut s, a) = connect_any(sh, &addrs, deadline, r).map_err(|f| f.at("proxy"))?;
+                endpoints(sh, &px.host, px.port, deadline, r, false).map_err(unreachable)?;
+            let (mut s, a) = connect_any(sh, &addrs, deadline, r).map_err(unreachable)?;
             r.address = Some(format!("{a} (proxy)"));
             let auth: Vec<(String, String)> = px
                 .auth
@@ -811,6 +841,7 @@ fn request(
                 .collect();
             if t.scheme == Scheme::Https {
                 let authority = t.authority();
+                let what = format!("CONNECT {authority}");
                 let connect = Request {
                     method: "CONNECT",
                     target: &authority,
@@ -818,17 +849,9 @@ fn request(
                     headers: &auth,
                 };
                 let resp = http::exchange(&mut s, &connect, 0, deadline)
-                    .map_err(|e| Fail::io("proxy", e))?;
+                    .map_err(|e| no_answer(px, &what, e))?;
                 if !(200..300).contains(&resp.status) {
-                    r.http_status = Some(resp.status);
-                    return Err(Fail {
-                        outcome: NetOutcome::ProxyDenied,
-                        stage: "proxy",
-                        message: format!(
-                            "the proxy {} answered CONNECT {authority} with HTTP {}",
-                            px.shown, resp.status
-                        ),
-                    });
+                    return Err(proxy_refusal(px, &what, &resp, true, r));
                 }
                 r.connected = true;
                 let mut stream = tls_handshake(sh, s, t, deadline, r)?;
@@ -844,6 +867,7 @@ fn request(
                 let mut all = headers.to_vec();
                 all.extend(auth);
                 let absolute = t.to_string();
+                let what = format!("{method} {absolute}");
                 let req = Request {
                     method,
                     target: &absolute,
@@ -851,16 +875,12 @@ fn request(
                     headers: &all,
                 };
                 let resp = http::exchange(&mut s, &req, body_max, deadline)
-                    .map_err(|e| Fail::io("http", e))?;
-                // A forwarding proxy answers for the destination: 407 and 403
-                // are its refusals, 502-504 say it could not or would not reach it.
-                if matches!(resp.status, 403 | 407 | 502 | 503 | 504) {
-                    r.http_status = Some(resp.status);
-                    return Err(Fail {
-                        outcome: NetOutcome::ProxyDenied,
-                        stage: "proxy",
-                        message: format!("the proxy {} answered HTTP {}", px.shown, resp.status),
-                    });
+                    .map_err(|e| no_answer(px, &what, e))?;
+                // A forwarding proxy answers for the destination: its own
+                // answers (a refusal, a gateway error) are told from the
+                // destination's, passed on.
+                if proxy::classify(&resp, false).answer != Answer::Forwarded {
+                    return Err(proxy_refusal(px, &what, &resp, false, r));
                 }
                 r.connected = true;
                 Ok(resp)
@@ -885,6 +905,100 @@ fn request(
                 http::exchange(&mut s, &req, body_max, deadline).map_err(|e| Fail::io("http", e))
             }
         }
+    }
+}
+
+/// The proxy's own answer to `what` as a failure: which one its answer
+/// shows (proxy::classify), in words that name the proxy and, for a 407,
+/// whether credentials were sent (never what they were).
+fn proxy_refusal(
+    px: &ProxyUrl,
+    what: &str,
+    resp: &Response,
+    connect: bool,
+    r: &mut DestResult,
+) -> Fail {
+    let said = proxy::classify(resp, connect);
+    r.http_status = Some(resp.status);
+    let shown = said.describe();
+    let (outcome, message) = match said.answer {
+        Answer::Denied => (
+            NetOutcome::ProxyDenied,
+            format!("the proxy {} refused {what} ({shown})", px.shown),
+        ),
+        Answer::AuthRequired => {
+            let challenge = said
+                .challenge
+                .as_ref()
+                .map(|c| format!(", it asks for {c}"))
+                .unwrap_or_default();
+            let creds = if px.auth.is_some() {
+                format!("it did not accept the credentials in {}", px.var)
+            } else {
+                format!("{} holds no credentials", px.var)
+            };
+            (
+                NetOutcome::ProxyAuthRequired,
+                format!(
+                    "the proxy {} requires proxy authentication for {what} ({shown}{challenge}): {creds}",
+                    px.shown
+                ),
+            )
+        }
+        Answer::UpstreamFailure => {
+            let how = match said.upstream_connected {
+                Some(true) => "; it had connected to the destination and sent the request",
+                Some(false) => "; it could not connect to the destination",
+                None => "",
+            };
+            (
+                NetOutcome::ProxyUpstreamFailure,
+                format!(
+                    "the proxy {} forwards {what}, but the destination failed ({shown}{how})",
+                    px.shown
+                ),
+            )
+        }
+        Answer::Unclear | Answer::Forwarded => (
+            NetOutcome::ProxyError,
+            format!(
+                "the proxy {} answered {what} with {shown}, which says neither that it refuses it nor that the destination failed",
+                px.shown
+            ),
+        ),
+    };
+    r.proxy_answer = Some(said);
+    Fail {
+        outcome,
+        stage: "proxy",
+        message,
+    }
+}
+
+/// The proxy took the connection but gave no answer to `what`.
+fn no_answer(px: &ProxyUrl, what: &str, e: std::io::Error) -> Fail {
+    if e.kind() == std::io::ErrorKind::InvalidData {
+        return Fail {
+            outcome: NetOutcome::ProxyError,
+            stage: "proxy",
+            message: format!(
+                "the proxy {} answered {what}, but not with HTTP: {e}",
+                px.shown
+            ),
+        };
+    }
+    let how = match NetError::from_io(&e) {
+        NetError::Timeout => format!("gave no answer to {what} before the deadline"),
+        NetError::Reset => format!("closed the connection without answering {what}"),
+        other => format!("gave no answer to {what} ({})", other.describe()),
+    };
+    Fail {
+        outcome: NetOutcome::ProxyNoAnswer,
+        stage: "proxy",
+        message: format!(
+            "the proxy {} accepted the connection, but {how}: a proxy that drops what it refuses (squid's deny_info TCP_RESET) and one whose destination failed (tinyproxy closes then) look the same from here",
+            px.shown
+        ),
     }
 }
 
@@ -984,9 +1098,21 @@ pub fn verdict(r: &DestResult) -> Verdict {
                 _ => r.connected || r.outcome == NetOutcome::Reachable,
             };
             if reached {
-                Verdict::Violated
-            } else {
-                Verdict::Holds
+                return Verdict::Violated;
+            }
+            if r.kind == Kind::BrowserDebug {
+                return Verdict::Holds;
+            }
+            // Through a proxy only the proxy's refusal proves the block: an
+            // upstream failure shows it forwards there, and a proxy that
+            // cannot be reached or does not answer says nothing about the
+            // destination. A refusal, timeout or missing route with no proxy
+            // between, or a local block, proves it.
+            match r.outcome {
+                NetOutcome::ProxyUpstreamFailure => Verdict::Violated,
+                NetOutcome::ProxyDenied | NetOutcome::ProxyAuthRequired => Verdict::Holds,
+                _ if r.proxy.is_some() => Verdict::Unknown,
+                _ => Verdict::Holds,
             }
         }
     }
@@ -1087,7 +1213,12 @@ fn what_happened(r: &DestResult) -> String {
         NetOutcome::Unreachable => format!("there is no route to it ({err})"),
         NetOutcome::Blocked => format!("this host refused to send to it ({err})"),
         NetOutcome::DnsFailure => format!("its name did not resolve: {err}"),
-        NetOutcome::TlsFailure | NetOutcome::ProxyDenied => err,
+        NetOutcome::TlsFailure
+        | NetOutcome::ProxyDenied
+        | NetOutcome::ProxyAuthRequired
+        | NetOutcome::ProxyUpstreamFailure
+        | NetOutcome::ProxyNoAnswer
+        | NetOutcome::ProxyError => err,
         NetOutcome::Error if r.connected => err,
         NetOutcome::NotAttempted | NetOutcome::Error => format!("it could not be checked: {err}"),
     }
@@ -1119,6 +1250,18 @@ fn evidence(mut f: Finding, r: &DestResult, facts: &NetFacts) -> Finding {
     f = opt(f, "address", r.address.clone().map(Value::from));
     f = opt(f, "http_status", r.http_status.map(Value::from));
     f = opt(f, "proxy", r.proxy.clone().map(Value::from));
+    f = opt(
+        f,
+        "proxy_credentials_sent",
+        r.proxy_credentials_sent.map(Value::from),
+    );
+    f = opt(
+        f,
+        "proxy_answer",
+        r.proxy_answer
+            .as_ref()
+            .and_then(|p| serde_json::to_value(p).ok()),
+    );
     f = opt(f, "provider", r.provider.clone().map(Value::from));
     f = opt(f, "answered", r.answered.map(Value::from));
     f = opt(
@@ -1182,11 +1325,25 @@ pub fn evaluate(facts: &NetFacts) -> Vec<Finding> {
         } else {
             "only NO_PROXY is set; no proxy is configured".to_string()
         };
+        let rec = proxy_record(facts);
+        let record = if rec.enforces {
+            format!(
+                "; it enforces the network contract: {} deny destination(s) refused by it, {} allow destination(s) reached through it, every other destination held",
+                rec.denied_by_proxy, rec.reached_through
+            )
+        } else if rec.through > 0 {
+            format!(
+                "; {} destination(s) went through it, and the contract does not hold everywhere or no deny destination was refused by the proxy itself",
+                rec.through
+            )
+        } else {
+            String::new()
+        };
         let mut f = Finding::new(
             "net.proxy",
             "environment",
             format!(
-                "{what}; NO_PROXY entries: {}",
+                "{what}; NO_PROXY entries: {}{record}",
                 if p.no_proxy.is_empty() {
                     "none".into()
                 } else {
@@ -1195,7 +1352,12 @@ pub fn evaluate(facts: &NetFacts) -> Vec<Finding> {
             ),
         )
         .with("variables", p.variables.clone())
-        .with("no_proxy", p.no_proxy.clone());
+        .with("no_proxy", p.no_proxy.clone())
+        .with("through_proxy", rec.through)
+        .with("denied_by_proxy", rec.denied_by_proxy)
+        .with("reached_through_proxy", rec.reached_through)
+        .with("enforces_contract", rec.enforces)
+        .with("used_proxies", rec.proxies.clone());
         for (k, u) in [
             ("http_proxy", &p.http),
             ("https_proxy", &p.https),
@@ -1259,6 +1421,9 @@ pub fn evaluate(facts: &NetFacts) -> Vec<Finding> {
 }
 
 fn deny_finding(r: &DestResult, subject: String) -> Finding {
+    if r.outcome == NetOutcome::ProxyUpstreamFailure {
+        return proxy_forwards_denied(r, subject);
+    }
     let how = if r.connected && r.outcome != NetOutcome::Reachable {
         format!(
             "it accepted a connection ({}), and then {}",
@@ -1334,6 +1499,79 @@ fn deny_finding(r: &DestResult, subject: String) -> Finding {
             format!("{} is denied by {} but {how}", r.destination, r.rule),
         ),
     }
+}
+
+/// A deny entry the proxy forwards: its answer was an upstream failure, so
+/// its rules let the request through and only the destination's own state
+/// stopped it. Medium when the proxy could not even connect (the block then
+/// holds only while the destination is down, the rubric's "some proxy
+/// controls"); high when the proxy says it had connected and sent the request
+/// (ERR_ZERO_SIZE_OBJECT, ERR_READ_TIMEOUT…): the request, an exfiltration
+/// channel, reached the destination, the very standard net.denied-reachable
+/// applies to a completed connection.
+fn proxy_forwards_denied(r: &DestResult, subject: String) -> Finding {
+    let delivered = r.proxy_answer.as_ref().and_then(|p| p.upstream_connected) == Some(true);
+    let f = Finding::new(
+        "net.proxy-forwards-denied",
+        subject,
+        format!(
+            "{} is denied by {}, but {}: the proxy does not block it",
+            r.destination,
+            r.rule,
+            r.error.clone().unwrap_or_default()
+        ),
+    )
+    .with("delivered", delivered);
+    if delivered {
+        f.severity(Severity::High)
+    } else {
+        f
+    }
+}
+
+/// How the proxies did for the contract, for net.proxy's evidence and the
+/// scorecard: the proxy enforces the contract when every destination kept
+/// it, at least one went through a proxy, and a proxy refused at least one
+/// deny entry itself (otherwise its filtering was never seen).
+#[derive(Debug, Default)]
+struct ProxyRecord {
+    through: usize,
+    denied_by_proxy: usize,
+    reached_through: usize,
+    proxies: Vec<String>,
+    enforces: bool,
+}
+
+fn proxy_record(facts: &NetFacts) -> ProxyRecord {
+    let mut rec = ProxyRecord::default();
+    for d in facts.destinations.iter().filter(|d| d.proxy.is_some()) {
+        rec.through += 1;
+        let holds = verdict(d) == Verdict::Holds;
+        match d.list {
+            List::Deny
+                if holds
+                    && matches!(
+                        d.outcome,
+                        NetOutcome::ProxyDenied | NetOutcome::ProxyAuthRequired
+                    ) =>
+            {
+                rec.denied_by_proxy += 1
+            }
+            List::Allow if holds => rec.reached_through += 1,
+            _ => {}
+        }
+        let p = d.proxy.clone().unwrap_or_default();
+        if !rec.proxies.contains(&p) {
+            rec.proxies.push(p);
+        }
+    }
+    rec.enforces = facts.assessed
+        && rec.denied_by_proxy > 0
+        && facts
+            .destinations
+            .iter()
+            .all(|d| verdict(d) == Verdict::Holds);
+    rec
 }
 
 #[cfg(test)]
@@ -1511,6 +1749,192 @@ mod tests {
             codes(&none),
             vec![("net.not-assessed".to_string(), "network".to_string())]
         );
+    }
+
+    fn proxied(list: List, dest: &str, outcome: NetOutcome, said: Option<ProxySaid>) -> DestResult {
+        let mut r = result(list, Kind::Policy, dest, outcome, false);
+        r.proxy = Some("http://***@127.0.0.1:3128".into());
+        r.proxy_credentials_sent = Some(true);
+        r.http_status = said.as_ref().map(|s| s.status);
+        r.proxy_answer = said;
+        r.error = Some(format!("the proxy said {}", outcome.as_str()));
+        r.contract = verdict(&r);
+        r
+    }
+
+    fn said(answer: Answer, status: u16, connected: Option<bool>) -> Option<ProxySaid> {
+        Some(ProxySaid {
+            answer,
+            status,
+            reason: String::new(),
+            error: None,
+            software: Some("squid/5.7".into()),
+            upstream_connected: connected,
+            challenge: None,
+        })
+    }
+
+    #[test]
+    fn through_a_proxy_only_its_refusal_proves_a_deny() {
+        use NetOutcome::*;
+        for (outcome, deny, allow) in [
+            (ProxyDenied, Verdict::Holds, Verdict::Violated),
+            (ProxyAuthRequired, Verdict::Holds, Verdict::Violated),
+            (ProxyUpstreamFailure, Verdict::Violated, Verdict::Violated),
+            (ProxyNoAnswer, Verdict::Unknown, Verdict::Violated),
+            (ProxyError, Verdict::Unknown, Verdict::Violated),
+            // The proxy itself refused or timed out: the destination was not tried.
+            (Refused, Verdict::Unknown, Verdict::Violated),
+            (Timeout, Verdict::Unknown, Verdict::Violated),
+        ] {
+            let d = proxied(List::Deny, "http://127.0.0.1:9/", outcome, None);
+            assert_eq!(d.contract, deny, "deny {outcome:?}");
+            let a = proxied(List::Allow, "http://127.0.0.1:9/", outcome, None);
+            assert_eq!(a.contract, allow, "allow {outcome:?}");
+        }
+        // With no proxy between, a refusal or a timeout proves it.
+        for outcome in [Refused, Timeout, Unreachable, Blocked] {
+            let r = result(
+                List::Deny,
+                Kind::Policy,
+                "http://127.0.0.1:9/",
+                outcome,
+                false,
+            );
+            assert_eq!(verdict(&r), Verdict::Holds, "{outcome:?}");
+        }
+    }
+
+    #[test]
+    fn a_proxy_that_forwards_a_deny_is_its_own_finding() {
+        let connect_fail = proxied(
+            List::Deny,
+            "http://127.0.0.1:9/",
+            NetOutcome::ProxyUpstreamFailure,
+            said(Answer::UpstreamFailure, 503, Some(false)),
+        );
+        let zero = proxied(
+            List::Deny,
+            "http://127.0.0.1:10/",
+            NetOutcome::ProxyUpstreamFailure,
+            said(Answer::UpstreamFailure, 502, Some(true)),
+        );
+        let denied = proxied(
+            List::Deny,
+            "http://127.0.0.1:11/",
+            NetOutcome::ProxyDenied,
+            said(Answer::Denied, 403, None),
+        );
+        let silent = proxied(
+            List::Deny,
+            "http://127.0.0.1:12/",
+            NetOutcome::ProxyNoAnswer,
+            None,
+        );
+        let facts = NetFacts {
+            assessed: true,
+            destinations: vec![connect_fail, zero, denied, silent],
+            ..Default::default()
+        };
+        let f = evaluate(&facts);
+        let by = |subject: &str| f.iter().find(|f| f.subject == subject).unwrap();
+        let a = by("http://127.0.0.1:9/");
+        assert_eq!(
+            (a.code.as_str(), a.severity, a.status),
+            (
+                "net.proxy-forwards-denied",
+                Severity::Medium,
+                crate::finding::Status::Fail
+            )
+        );
+        assert_eq!(a.evidence["delivered"], false);
+        assert_eq!(a.evidence["proxy_answer"]["status"], 503);
+        assert_eq!(a.evidence["proxy_credentials_sent"], true);
+        assert!(
+            a.message.contains("the proxy does not block it"),
+            "{}",
+            a.message
+        );
+        let b = by("http://127.0.0.1:10/");
+        assert_eq!(
+            (b.code.as_str(), b.severity),
+            ("net.proxy-forwards-denied", Severity::High)
+        );
+        assert!(
+            f.iter().all(|f| f.subject != "http://127.0.0.1:11/"),
+            "a refusal holds"
+        );
+        let c = by("http://127.0.0.1:12/");
+        assert_eq!(
+            (c.code.as_str(), c.status),
+            ("net.denied-reachable", crate::finding::Status::Unknown)
+        );
+    }
+
+    #[test]
+    fn net_proxy_says_whether_the_proxy_enforces_the_contract() {
+        let mut facts = NetFacts {
+            assessed: true,
+            ..Default::default()
+        };
+        facts.proxy.variables = vec!["HTTP_PROXY".into()];
+        facts.proxy.http = Some("http://***@127.0.0.1:3128".into());
+        let mut allow = proxied(
+            List::Allow,
+            "http://127.0.0.1:8/",
+            NetOutcome::Reachable,
+            None,
+        );
+        allow.connected = true;
+        allow.http_status = Some(200);
+        allow.contract = verdict(&allow);
+        let deny = proxied(
+            List::Deny,
+            "http://127.0.0.1:11/",
+            NetOutcome::ProxyDenied,
+            said(Answer::Denied, 403, None),
+        );
+        let direct = result(
+            List::Deny,
+            Kind::Policy,
+            "tcp://127.0.0.1:7",
+            NetOutcome::Refused,
+            false,
+        );
+        facts.destinations = vec![allow.clone(), deny.clone(), direct];
+        let np = |facts: &NetFacts| {
+            evaluate(facts)
+                .into_iter()
+                .find(|f| f.code == "net.proxy")
+                .unwrap()
+        };
+        let f = np(&facts);
+        assert_eq!(f.evidence["enforces_contract"], true, "{f:?}");
+        assert_eq!(f.evidence["denied_by_proxy"], 1);
+        assert_eq!(f.evidence["reached_through_proxy"], 1);
+        assert_eq!(f.evidence["through_proxy"], 2);
+        assert_eq!(
+            f.evidence["used_proxies"],
+            serde_json::json!(["http://***@127.0.0.1:3128"])
+        );
+        assert!(
+            f.message.contains("it enforces the network contract"),
+            "{}",
+            f.message
+        );
+
+        // Without a deny refused by the proxy itself, its filtering was never seen.
+        facts.destinations = vec![allow.clone()];
+        assert_eq!(np(&facts).evidence["enforces_contract"], false);
+        // One destination that does not hold, anywhere, and it does not.
+        let forwarded = proxied(
+            List::Deny,
+            "http://127.0.0.1:12/",
+            NetOutcome::ProxyUpstreamFailure,
+            said(Answer::UpstreamFailure, 502, Some(true)),
+        );
+        facts.destinations = vec![allow, deny, forwarded];
+        assert_eq!(np(&facts).evidence["enforces_contract"], false);
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub struct Request<'a> {
 #[derive(Debug, Clone)]
 pub struct Response {
     pub status: u16,
+    /// The status line's reason phrase (tinyproxy says why it refused in
+    /// it: "Filtered", "Access violation"), printable ASCII, bounded.
+    pub reason: String,
     /// Names in lower case.
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
@@ -132,6 +135,15 @@ fn read_head<S: Timed>(
         .and_then(|c| c.parse::<u16>().ok())
         .filter(|_| version.starts_with("HTTP/"))
         .ok_or_else(|| bad("the answer is not HTTP"))?;
+    let reason = parts
+        .next()
+        .unwrap_or("")
+        .chars()
+        .filter(|c| c.is_ascii_graphic() || *c == ' ')
+        .take(80)
+        .collect::<String>()
+        .trim()
+        .to_string();
     let headers = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
@@ -140,6 +152,7 @@ fn read_head<S: Timed>(
     Ok((
         Response {
             status,
+            reason,
             headers,
             body: Vec::new(),
         },
@@ -287,8 +300,13 @@ mod tests {
         };
         let r = exchange(&mut s, &req, 100, deadline).unwrap();
         assert_eq!(
-            (r.status, r.body.as_slice(), r.header("X-a")),
-            (200, &b"hello"[..], Some("b"))
+            (
+                r.status,
+                r.reason.as_str(),
+                r.body.as_slice(),
+                r.header("X-a")
+            ),
+            (200, "OK", &b"hello"[..], Some("b"))
         );
         let sent = String::from_utf8(h.join().unwrap()).unwrap();
         assert!(

@@ -50,7 +50,14 @@ pub const CONTROLS: &[Control] = &[
     Control {
         key: "engine-socket",
         name: "Engine socket",
-        probes: &["sockets", "privilege", "namespaces", "devices", "writable"],
+        probes: &[
+            "sockets",
+            "privilege",
+            "rootpaths",
+            "namespaces",
+            "devices",
+            "writable",
+        ],
         rubric: [
             "Host socket mounted",
             "Mounted for convenience with manual review",
@@ -300,6 +307,7 @@ mod tests {
             "devices",
             "sockets",
             "privilege",
+            "rootpaths",
             "namespaces",
         ]
         .into_iter()
@@ -336,6 +344,7 @@ mod tests {
             "devices",
             "sockets",
             "privilege",
+            "rootpaths",
             "namespaces",
             "repro",
             "caches",

@@ -49,6 +49,10 @@ pub struct Policy {
     pub allow_capabilities: Vec<u32>,
     pub network: NetworkPolicy,
     pub max_token_ttl: Option<Duration>,
+    /// `[mcp] approved`: the MCP servers the task may use, by name. None
+    /// when the policy says nothing of MCP (every server is then reported
+    /// at low); an empty list approves none.
+    pub mcp_approved: Option<Vec<String>>,
     pub exceptions: Vec<Exception>,
     pub severity: BTreeMap<String, Severity>,
 }
@@ -97,6 +101,7 @@ struct Raw {
     network: Option<RawNetwork>,
     capabilities: Option<RawCapabilities>,
     secrets: Option<RawSecrets>,
+    mcp: Option<RawMcp>,
     #[serde(default)]
     exception: Vec<Spanned<RawException>>,
     #[serde(default)]
@@ -136,6 +141,12 @@ struct RawCapabilities {
 #[serde(deny_unknown_fields)]
 struct RawSecrets {
     max_token_ttl: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMcp {
+    approved: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -215,7 +226,7 @@ impl Policy {
         let raw: Raw = toml::from_str(text).map_err(|e| {
             src.err(
                 e.span(),
-                format!("{}: expected the keys of DESIGN.md §4 ([workspace], [network], [capabilities], [secrets], [[exception]], [severity])", e.message().trim_end()),
+                format!("{}: expected the keys of DESIGN.md §4 ([workspace], [network], [capabilities], [secrets], [mcp], [[exception]], [severity])", e.message().trim_end()),
             )
         })?;
         let mut p = Policy::default();
@@ -317,6 +328,29 @@ impl Policy {
                         src.err(Some(t.span()), format!("secrets.max_token_ttl: {m}"))
                     })?);
             }
+        }
+
+        if let Some(mcp) = raw.mcp {
+            let mut names: Vec<String> = Vec::new();
+            for n in mcp.approved.unwrap_or_default() {
+                let name = n.get_ref().trim();
+                if name.is_empty() || name.chars().any(|c| c.is_control()) {
+                    return Err(src.err(
+                        Some(n.span()),
+                        "mcp.approved: an empty name: expected the name of an MCP server as its configuration gives it (the key under mcpServers, servers or [mcp_servers])",
+                    ));
+                }
+                if names.iter().any(|x| x == name) {
+                    return Err(src.err(
+                        Some(n.span()),
+                        format!(
+                            "mcp.approved: '{name}' is listed twice: expected each server once"
+                        ),
+                    ));
+                }
+                names.push(name.to_string());
+            }
+            p.mcp_approved = Some(names);
         }
 
         for e in raw.exception {
@@ -670,6 +704,28 @@ expires = "2999-01-01"
             .collect();
         let e = err(&format!("[network]\ndeny = [\n{many}]\n"));
         assert!(e.message.contains("at most 1024"), "{e}");
+    }
+
+    #[test]
+    fn mcp_approved_servers() {
+        let p = Policy::parse("p", "[mcp]\napproved = [\"github\", \"docs\"]\n").unwrap();
+        assert_eq!(
+            p.mcp_approved.as_deref(),
+            Some(&["github".to_string(), "docs".to_string()][..])
+        );
+        assert_eq!(Policy::parse("p", "").unwrap().mcp_approved, None);
+        let p = Policy::parse("p", "[mcp]\napproved = []\n").unwrap();
+        assert_eq!(p.mcp_approved, Some(Vec::new()));
+        let e = err("[mcp]\napproved = [\"github\",\n  \"github\"]\n");
+        assert_eq!((e.line, e.column), (3, 3), "{e}");
+        assert!(e.message.contains("twice"), "{e}");
+        let e = err("[mcp]\napproved = [\"\"]\n");
+        assert_eq!((e.line, e.column), (2, 13), "{e}");
+        let e = err("[mcp]\napproved = \"github\"\n");
+        assert_eq!(e.line, 2, "{e}");
+        let e = err("[mcp]\napprove = [\"github\"]\n");
+        assert_eq!(e.line, 2, "{e}");
+        assert!(e.message.contains("approve"), "{e}");
     }
 
     #[test]

@@ -140,7 +140,14 @@ pub const CONTROLS: &[Control] = &[
     Control {
         key: "engine-socket",
         name: "Engine socket",
-        probes: &["sockets", "privilege", "namespaces", "devices", "writable"],
+        probes: &[
+            "sockets",
+            "privilege",
+            "rootpaths",
+            "namespaces",
+            "devices",
+            "writable",
+        ],
         rubric: [
             "Host socket mounted",
             "Mounted for convenience with manual review",
@@ -935,6 +942,7 @@ mod tests {
             "devices",
             "sockets",
             "privilege",
+            "rootpaths",
             "namespaces",
         ]
         .into_iter()
@@ -978,6 +986,7 @@ mod tests {
             "devices",
             "sockets",
             "privilege",
+            "rootpaths",
             "namespaces",
             "repro",
             "caches",

@@ -12,6 +12,7 @@ pub mod network;
 pub mod place;
 pub mod privilege;
 pub mod repro;
+pub mod rootpaths;
 pub mod secrets;
 pub mod sockets;
 pub mod teardown;
@@ -249,6 +250,9 @@ pub struct Facts {
     pub boundary: Option<Boundary>,
     pub mounts: Option<mounts::MountFacts>,
     pub privilege: Option<privilege::PrivFacts>,
+    /// The workspace user's paths to root (sudo, doas, writable account
+    /// files, group doors, setuid and file-capability programs).
+    pub rootpaths: Option<rootpaths::RootPathFacts>,
     pub namespaces: Option<namespaces::NsFacts>,
     pub devices: Option<devices::DeviceFacts>,
     pub sockets: Option<sockets::SocketFacts>,
@@ -409,6 +413,16 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         privilege::collect(&c.host)
     });
     let c = ctx.clone();
+    let rp_deadline = budget(&ctx);
+    // `sudo -n -l` and the program scan stop a little before the runner
+    // gives up on the probe, so a hung sudo is a classified answer.
+    let inner = rp_deadline
+        .checked_sub(Duration::from_millis(300))
+        .unwrap_or(rp_deadline);
+    let rootpaths = spawn("rootpaths", 2, rp_deadline, move || {
+        rootpaths::collect(&c.host, inner)
+    });
+    let c = ctx.clone();
     let namespaces = spawn("namespaces", 2, budget(&ctx), move || {
         namespaces::collect(&c.host)
     });
@@ -487,6 +501,13 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         privilege: take(
             privilege.wait(&mut records),
             "privilege",
+            2,
+            &mut findings,
+            &mut panicked,
+        ),
+        rootpaths: take(
+            rootpaths.wait(&mut records),
+            "rootpaths",
             2,
             &mut findings,
             &mut panicked,
@@ -642,6 +663,9 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     }
     if let Some(d) = &facts.devices {
         findings.extend(devices::evaluate(d));
+    }
+    if let Some(r) = &facts.rootpaths {
+        findings.extend(rootpaths::evaluate(r));
     }
     if let Some(s) = &facts.sockets {
         findings.extend(sockets::evaluate(s));

@@ -124,6 +124,7 @@ pub fn render(r: &Report, color: bool, verbose: bool) -> String {
         }
     }
     destinations(&mut o, r, &st);
+    mcp_servers(&mut o, r, &st);
 
     let _ = writeln!(o, "\n{}", st.bold("Scorecard"));
     for c in &r.scorecard.controls {
@@ -359,6 +360,86 @@ fn destinations(o: &mut String, r: &Report, st: &Style) {
             d.latency_ms,
             sanitize(&d.destination),
             sanitize(&d.rule)
+        );
+    }
+}
+
+/// The MCP servers the agents' configurations name, one line each: what
+/// runs or is contacted, and the names (never values) of what it is given.
+fn mcp_servers(o: &mut String, r: &Report, st: &Style) {
+    let Some(m) = r.inventory.secrets.as_ref().map(|s| &s.mcp) else {
+        return;
+    };
+    if m.servers.is_empty() && m.configs.iter().all(|c| c.error.is_none()) {
+        return;
+    }
+    let approved = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "mcp.unapproved-server")
+        .map(|f| f.subject.as_str())
+        .collect::<Vec<_>>();
+    let _ = writeln!(
+        o,
+        "\n{} ({} in {} configuration file(s))",
+        st.bold("MCP servers"),
+        m.servers.len(),
+        m.configs.len()
+    );
+    for s in &m.servers {
+        let subject = crate::probe::secrets::mcp::subject(s);
+        let state = if approved.contains(&subject.as_str()) {
+            "unapproved"
+        } else {
+            "approved"
+        };
+        let what = match (&s.command, &s.url) {
+            (Some(c), _) => {
+                let mut line = c.clone();
+                for a in &s.args {
+                    line.push(' ');
+                    line.push_str(a);
+                }
+                line
+            }
+            (None, Some(u)) => u.clone(),
+            (None, None) => "-".into(),
+        };
+        let mut given = Vec::new();
+        if !s.env.is_empty() {
+            given.push(format!("env {}", s.env.join(",")));
+        }
+        if !s.headers.is_empty() {
+            given.push(format!("headers {}", s.headers.join(",")));
+        }
+        if !s.secrets.is_empty() {
+            given.push(format!("{} LITERAL SECRET(S)", s.secrets.len()));
+        }
+        let _ = writeln!(
+            o,
+            "  {:<20} {:<10} {:<6} {}{}  [{}{}]",
+            sanitize(&s.name),
+            state,
+            sanitize(&s.transport),
+            sanitize(&what),
+            if given.is_empty() {
+                String::new()
+            } else {
+                format!("  ({})", sanitize(&given.join("; ")))
+            },
+            sanitize(&s.config),
+            s.project
+                .as_ref()
+                .map(|p| format!(" project {}", sanitize(p)))
+                .unwrap_or_default()
+        );
+    }
+    for c in m.configs.iter().filter(|c| c.error.is_some()) {
+        let _ = writeln!(
+            o,
+            "  {}: {}",
+            sanitize(&c.path),
+            sanitize(c.error.as_deref().unwrap_or(""))
         );
     }
 }

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod agents;
 mod attest;
 mod captures;
 mod cli;

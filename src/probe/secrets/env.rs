@@ -21,6 +21,9 @@ pub struct EnvHit {
     pub kind: String,
     /// The rule that matched: "name *TOKEN", "value prefix ghp_", ...
     pub rule: String,
+    /// What the issuer documents about such a secret (a one-year lifetime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -71,6 +74,7 @@ pub fn scan(vars: &[(String, String)]) -> Vec<EnvHit> {
                 name: short(k, 128),
                 kind: h.kind,
                 rule: h.rule,
+                note: h.note,
             })
         })
         .collect();
@@ -138,6 +142,7 @@ pub fn scan_processes(
                 name: short(&k, 128),
                 kind: h.kind,
                 rule: h.rule,
+                note: h.note,
             });
         }
         if vars.is_empty() {

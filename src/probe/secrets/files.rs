@@ -29,6 +29,7 @@ use super::packages::{self, PackageTree, TreeMatcher};
 use super::rules::{
     credentials, env_secrets, glob1, suffix_match, url_userinfo, Check, Entries, FileRule, Protocol,
 };
+use super::structured;
 use super::tokens::{self, Token};
 use super::{MountIndex, Passwd};
 use crate::host::Host;
@@ -107,6 +108,17 @@ pub struct CredFile {
     /// data, reported once per tree as secret.package-data.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub package_tree: Option<String>,
+    /// The coding agent or tool whose file it is (the rule's `agent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// When the token in it expires (seconds since the epoch), where the
+    /// file states it or its token is a JWT.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
+    /// Whether it also holds a refresh token, which renews the session past
+    /// that expiry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -962,6 +974,9 @@ impl<'a> Search<'a> {
             mount_class,
             persistent,
             package_tree,
+            agent: rule.agent.clone(),
+            expires_at: details.expires_at,
+            refresh_token: details.refresh,
         };
         if let Some(t) = tree {
             packages::count(t, &file, details.tokens.len() + details.helpers.len());
@@ -1085,6 +1100,91 @@ pub struct Details {
     pub entries: Vec<String>,
     pub tokens: Vec<Token>,
     pub helpers: Vec<Helper>,
+    pub expires_at: Option<i64>,
+    pub refresh: Option<bool>,
+}
+
+const REFRESH_NOTE: &str = "a refresh token beside it renews the session past this expiry";
+
+/// json-fields: the fields that hold a credential, listed by path; the
+/// stated expiry or the JWT's becomes a token judged against max_token_ttl.
+fn json_fields(rule: &FileRule, text: &str, path: &str, d: &mut Details) {
+    let Some(j) = structured::parse_json(text) else {
+        // Larger than max_read or not JSON: the field names alone.
+        for f in &rule.fields {
+            let last = f.rsplit('.').next().unwrap_or(f);
+            if last != "*" && quoted_field_with_value(text, last) {
+                d.ok = true;
+                add_entry(&mut d.entries, f);
+            }
+        }
+        return;
+    };
+    for f in &rule.fields {
+        for (p, v) in structured::at_path(&j, f) {
+            if structured::holds_secret(v) {
+                d.ok = true;
+                add_entry(&mut d.entries, &p);
+            }
+        }
+    }
+    if !d.ok {
+        return;
+    }
+    if let Some(r) = &rule.refresh {
+        d.refresh = Some(
+            structured::at_path(&j, r)
+                .iter()
+                .any(|(_, v)| structured::holds_secret(v)),
+        );
+    }
+    let note = (d.refresh == Some(true)).then(|| REFRESH_NOTE.to_string());
+    if let (Some(e), Some(unit)) = (&rule.expires, rule.expires_unit) {
+        if let Some(exp) = structured::at_path(&j, e)
+            .first()
+            .and_then(|(_, v)| structured::expiry_secs(v, unit))
+        {
+            d.expires_at = Some(exp);
+            d.tokens.push(Token {
+                source: path.to_string(),
+                kind: rule.kind.clone(),
+                format: "stated-expiry",
+                exp: Some(exp),
+                note: note.clone(),
+                ..Token::default()
+            });
+        }
+    }
+    if let Some(jf) = &rule.jwt {
+        for (p, v) in structured::at_path(&j, jf).into_iter().take(4) {
+            let Some(s) = v.as_str() else { continue };
+            if let Some(mut t) = tokens::decode_jwt(s, &format!("{path} {p}"), &rule.kind) {
+                d.expires_at = d.expires_at.or(t.exp);
+                t.note = note.clone();
+                d.tokens.push(t);
+            }
+        }
+    }
+}
+
+/// `"name": "something"` somewhere in a text too long to parse whole.
+fn quoted_field_with_value(text: &str, name: &str) -> bool {
+    let needle = format!("\"{name}\"");
+    let mut rest = text;
+    while let Some(i) = rest.find(&needle) {
+        rest = &rest[i + needle.len()..];
+        let after = rest.trim_start();
+        if let Some(v) = after.strip_prefix(':') {
+            let v = v.trim_start();
+            if let Some(body) = v.strip_prefix('"') {
+                let end = body.find('"').unwrap_or(body.len());
+                if !super::rules::placeholder(&body[..end]) {
+                    return true;
+                }
+            }
+        }
+    }
+    false
 }
 
 /// A name found inside a credential file (a profile, a host), fit for a
@@ -1241,6 +1341,13 @@ pub fn confirm(rule: &FileRule, head: &[u8], size: u64, path: &str) -> Details {
             // Larger than max_read or not JSON: fall back to the key's name.
             Err(_) => d.ok = text.contains("\"auth\"") || text.contains("\"identitytoken\""),
         },
+        Check::JsonFields => json_fields(rule, &text, path, &mut d),
+        Check::SecretKeys => {
+            for k in structured::scan_keys(&text, &rule.keys).keys {
+                d.ok = true;
+                add_entry(&mut d.entries, &k);
+            }
+        }
         Check::UrlUserinfo | Check::GitConfig => {
             for line in text.lines() {
                 if url_userinfo(line) {

@@ -16,8 +16,10 @@ pub mod env;
 pub mod files;
 pub mod helpers;
 pub mod history;
+pub mod mcp;
 pub mod packages;
 pub mod rules;
+pub mod structured;
 pub mod tokens;
 
 use std::collections::{HashMap, HashSet};
@@ -221,6 +223,8 @@ pub struct SecretFacts {
     pub helpers: Vec<Helper>,
     pub tokens: Vec<Token>,
     pub histories: Vec<History>,
+    /// MCP servers the agents' configurations name (inventory.secrets.mcp).
+    pub mcp: mcp::McpFacts,
     pub search: SearchFacts,
     /// Candidate files left unchecked (MAX_CHECKS or the deadline).
     pub checks_truncated: bool,
@@ -415,6 +419,29 @@ pub fn collect(
 
     facts.tokens = collect_tokens(host, &idx, &vars, &mut search, checked.tokens);
     facts.helpers = collect_helpers(host, &vars, &homes, workspace, &search, checked.helpers);
+    let host_dirs = mounts
+        .into_iter()
+        .flat_map(|m| &m.mounts)
+        .filter(|e| e.class == MountClass::HostBind)
+        .filter(|e| host.path(&e.mount.mount_point).is_dir())
+        .map(|e| {
+            (
+                e.mount.mount_point.clone(),
+                format!("host-mount:{}", e.mount.mount_point.display()),
+            )
+        })
+        .collect();
+    facts.mcp = mcp::collect(
+        host,
+        &idx,
+        &mcp::Places {
+            workspace,
+            host_dirs,
+            homes: &homes,
+            vars: &vars,
+        },
+        deadline,
+    );
     facts.search = search.facts;
     facts.elapsed_us = started.elapsed().as_micros();
     facts
@@ -604,6 +631,8 @@ fn collect_tokens(
     for (k, v) in vars {
         if let Some(t) = tokens::decode_jwt(v, &format!("env:{k}"), "jwt-in-environment") {
             out.push(t);
+        } else if let Some(t) = tokens::claude_oauth_in_env(k, v) {
+            out.push(t);
         }
     }
     out.append(&mut from_files);
@@ -745,8 +774,14 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
                 "secret.env",
                 &e.name,
                 format!(
-                    "the variable {} looks like a secret (kind {}, {}); its value is not shown",
-                    e.name, e.kind, e.rule
+                    "the variable {} looks like a secret (kind {}, {}){}; its value is not shown",
+                    e.name,
+                    e.kind,
+                    e.rule,
+                    e.note
+                        .as_ref()
+                        .map(|n| format!(": {n}"))
+                        .unwrap_or_default()
                 ),
             ),
             json(e),
@@ -802,12 +837,34 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
         } else {
             None
         };
+        if let Some(a) = &c.agent {
+            what = format!("{what} of {a}");
+        }
+        let now_s = epoch(now);
+        let expiry = match c.expires_at {
+            Some(e) if e <= now_s => format!(
+                ", its token expired {} ago ({})",
+                tokens::human(now_s - e),
+                rfc3339_secs(e).unwrap_or_default()
+            ),
+            Some(e) => format!(
+                ", its token expires in {} ({})",
+                tokens::human(e - now_s),
+                rfc3339_secs(e).unwrap_or_default()
+            ),
+            None => String::new(),
+        };
+        let refresh = if c.refresh_token == Some(true) {
+            ", with a refresh token that renews it"
+        } else {
+            ""
+        };
         let mut fnd = with_all(
             Finding::new(
                 "secret.file",
                 &c.path,
                 format!(
-                    "{}: {what}, owner {} mode {}, {access}, {}",
+                    "{}: {what}, owner {} mode {}, {access}, {}{expiry}{refresh}",
                     c.path,
                     c.owner
                         .clone()
@@ -818,6 +875,9 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
             ),
             json(c),
         );
+        if let Some(e) = c.expires_at.and_then(rfc3339_secs) {
+            fnd = fnd.with("expires", e);
+        }
         if let Some(s) = sev {
             fnd = fnd.severity(s);
         }
@@ -952,6 +1012,11 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
         } else {
             format!(" ({scope})")
         };
+        let note = t
+            .note
+            .as_ref()
+            .map(|n| format!("; {n}"))
+            .unwrap_or_default();
         let base = |f: Finding| {
             let mut f = with_all(f, json(t))
                 .with("max_token_ttl_s", max_s)
@@ -970,10 +1035,11 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
                     "secret.token-long-lived",
                     &t.source,
                     format!(
-                        "{}: a {} token{scope} with no expiry claim{}: it is valid until revoked",
+                        "{}: a {} token{scope} with no expiry claim{}: it is valid until revoked{}",
                         t.source,
                         t.kind,
-                        if t.format == "opaque" { " (not a JWT)" } else { "" }
+                        if t.format == "opaque" { " (not a JWT)" } else { "" },
+                        note
                     ),
                 ))
                 .with("no_expiry", true),
@@ -983,10 +1049,11 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
                     "secret.token-expired",
                     &t.source,
                     format!(
-                        "{}: a {} token{scope} that expired {} ago",
+                        "{}: a {} token{scope} that expired {} ago{}",
                         t.source,
                         t.kind,
-                        tokens::human(now_s.saturating_sub(e))
+                        tokens::human(now_s.saturating_sub(e)),
+                        note
                     ),
                 ))
                 .with("expired_s_ago", now_s.saturating_sub(e)),
@@ -996,12 +1063,13 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
                     "secret.token-long-lived",
                     &t.source,
                     format!(
-                        "{}: a {} token{scope} valid for another {}, longer than max_token_ttl {} ({})",
+                        "{}: a {} token{scope} valid for another {}, longer than max_token_ttl {} ({}){}",
                         t.source,
                         t.kind,
                         tokens::human(e.saturating_sub(now_s)),
                         tokens::human(max_s),
-                        max_source
+                        max_source,
+                        note
                     ),
                 ))
                 .with("ttl_s", e.saturating_sub(now_s))
@@ -1044,6 +1112,7 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
         }
         out.push(fnd);
     }
+    out.extend(mcp::evaluate(&f.mcp, policy));
     let incomplete = |subject: String, msg: String| {
         Finding::new("probe.incomplete", subject, msg)
             .unknown()

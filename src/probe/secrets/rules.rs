@@ -23,6 +23,8 @@ pub struct EnvSecrets {
 pub struct NameRule {
     pub glob: String,
     pub kind: String,
+    /// Said with every hit of the rule (a lifetime the issuer documents).
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -35,6 +37,8 @@ pub struct ValueRule {
     pub min_len: usize,
     pub max_len: Option<usize>,
     pub charset: Option<Charset>,
+    /// Said with every hit of the rule (a lifetime the issuer documents).
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -74,6 +78,39 @@ pub struct Credentials {
     pub helper_var: Vec<HelperVar>,
     pub git: Git,
     pub history: Vec<HistoryRule>,
+    pub mcp: Vec<McpRule>,
+}
+
+/// Where an agent reads its MCP servers from (inventory, mcp.* findings).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpRule {
+    /// Relative to the workspace (and each host mount) or to each home.
+    pub path: String,
+    pub place: McpPlace,
+    pub format: McpFormat,
+    /// Dotted paths to the tables of servers; `*` matches any key (the
+    /// project paths of ~/.claude.json).
+    pub servers: Vec<String>,
+    /// The agent that loads it.
+    pub client: String,
+    /// Where the location and shape were checked.
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum McpPlace {
+    Workspace,
+    Home,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum McpFormat {
+    /// JSON, with the comments and trailing commas VS Code allows.
+    Json,
+    Toml,
 }
 
 #[derive(Debug, Deserialize)]
@@ -100,6 +137,13 @@ pub enum Check {
     DockerAuths,
     UrlUserinfo,
     GitConfig,
+    /// A JSON document with one of `fields` (dotted paths, `*` any key)
+    /// holding a non-empty string that is not a placeholder.
+    JsonFields,
+    /// A JSON, YAML, TOML or INI-like config with one of `keys` (at any
+    /// depth) set to a value that is not a placeholder, or any value that a
+    /// value rule of env-secrets.toml recognises.
+    SecretKeys,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -129,6 +173,34 @@ pub struct FileRule {
     #[serde(default)]
     pub name_only: bool,
     pub max_read: Option<u64>,
+    /// check = json-fields: the fields that hold the credential.
+    #[serde(default)]
+    pub fields: Vec<String>,
+    /// check = secret-keys: the key names that hold one.
+    #[serde(default)]
+    pub keys: Vec<String>,
+    /// A field whose value is a JWT: its exp claim is the token's expiry.
+    pub jwt: Option<String>,
+    /// A field that states when the token expires, in `expires_unit`.
+    pub expires: Option<String>,
+    pub expires_unit: Option<ExpiresUnit>,
+    /// A field that holds a refresh token: the session outlives the expiry.
+    pub refresh: Option<String>,
+    /// The coding agent or tool that writes the file.
+    pub agent: Option<String>,
+    /// Where the location and shape were checked (documentation or source).
+    pub source: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExpiresUnit {
+    /// Milliseconds since the epoch (JavaScript's Date.now()).
+    Ms,
+    /// Seconds since the epoch.
+    S,
+    /// An RFC 3339 / ISO 8601 time.
+    Rfc3339,
 }
 
 impl FileRule {
@@ -252,6 +324,7 @@ pub fn glob1(p: &str, x: &str) -> bool {
 pub struct Hit {
     pub kind: String,
     pub rule: String,
+    pub note: Option<String>,
 }
 
 /// Values that stand for a secret without being one: references, paths,
@@ -414,6 +487,7 @@ impl EnvSecrets {
             return Some(Hit {
                 kind: v.kind.clone(),
                 rule: v.describe(),
+                note: v.note.clone(),
             });
         }
         let n = self.name_rule(name)?;
@@ -423,6 +497,7 @@ impl EnvSecrets {
         Some(Hit {
             kind: n.kind.clone(),
             rule: format!("name {}", n.glob),
+            note: n.note.clone(),
         })
     }
 
@@ -440,12 +515,14 @@ impl EnvSecrets {
             return Some(Hit {
                 kind: "typed-secret".into(),
                 rule: format!("marker {}", m.trim()),
+                note: None,
             });
         }
         if let Some(v) = self.value_rule(line) {
             return Some(Hit {
                 kind: v.kind.clone(),
                 rule: v.describe(),
+                note: v.note.clone(),
             });
         }
         assignments(line).find_map(|(name, value)| {
@@ -453,6 +530,7 @@ impl EnvSecrets {
             (!placeholder(value)).then(|| Hit {
                 kind: n.kind.clone(),
                 rule: format!("name {}", n.glob),
+                note: n.note.clone(),
             })
         })
     }
@@ -559,6 +637,63 @@ mod tests {
             "id_rsa",
         ] {
             assert!(c.file.iter().any(|f| f.path == want), "{want} missing");
+        }
+        for f in &c.file {
+            assert_eq!(
+                f.check == Check::JsonFields,
+                !f.fields.is_empty(),
+                "{}: `fields` goes with check = json-fields",
+                f.path
+            );
+            assert_eq!(
+                f.check == Check::SecretKeys,
+                !f.keys.is_empty(),
+                "{}: `keys` goes with check = secret-keys",
+                f.path
+            );
+            assert_eq!(
+                f.expires.is_some(),
+                f.expires_unit.is_some(),
+                "{}: expires goes with expires_unit",
+                f.path
+            );
+            assert!(
+                f.agent.is_none() || f.source.as_deref().is_some_and(|s| s.len() > 20),
+                "{}: an agent's rule says where it was checked",
+                f.path
+            );
+        }
+        for want in [
+            ".claude/.credentials.json",
+            ".claude.json",
+            ".codex/auth.json",
+            ".gemini/oauth_creds.json",
+            ".config/github-copilot/apps.json",
+            ".config/github-copilot/hosts.json",
+            ".continue/config.json",
+            ".continue/config.yaml",
+            ".aider.conf.yml",
+            ".aws/sso/cache/*.json",
+        ] {
+            assert!(
+                c.file.iter().any(|f| f.path == want && f.agent.is_some()),
+                "{want} missing"
+            );
+        }
+        for m in &c.mcp {
+            assert!(!m.path.starts_with('/'), "{}: relative", m.path);
+            assert!(!m.servers.is_empty() && m.source.len() > 20, "{}", m.path);
+        }
+        for want in [
+            ".mcp.json",
+            ".vscode/mcp.json",
+            ".cursor/mcp.json",
+            ".claude.json",
+            ".codex/config.toml",
+            ".config/Claude/claude_desktop_config.json",
+            ".codeium/windsurf/mcp_config.json",
+        ] {
+            assert!(c.mcp.iter().any(|m| m.path == want), "{want} missing");
         }
         for p in &c.pointer {
             assert!(

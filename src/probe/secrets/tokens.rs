@@ -11,11 +11,17 @@ use super::short;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Token {
-    /// A path, `env:NAME`, or `PATH user NAME` for a kube config entry.
+    /// A path, `env:NAME`, `PATH user NAME` for a kube config entry, or
+    /// `PATH FIELD` for a JWT inside a JSON credential file.
     pub source: String,
     pub kind: String,
-    /// jwt, or opaque when the token has no readable claims.
+    /// jwt; stated-expiry when the file states the expiry beside an opaque
+    /// token; opaque when the token has no readable claims.
     pub format: &'static str,
+    /// What else is known of its lifetime (a refresh token beside it, the
+    /// issuer's documented lifetime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alg: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -116,6 +122,7 @@ pub fn decode_jwt(text: &str, source: &str, kind: &str) -> Option<Token> {
             .and_then(Value::as_str)
             .map(claim),
         mount: None,
+        note: None,
     })
 }
 
@@ -133,6 +140,28 @@ pub fn from_file_text(text: &str, source: &str, kind: &str, jwt_only: bool) -> O
         source: source.to_string(),
         kind: kind.to_string(),
         format: "opaque",
+        ..Token::default()
+    })
+}
+
+/// A Claude subscription OAuth token (sk-ant-oat01-) in a variable: what
+/// `claude setup-token` prints for CI, valid for one year and stating no
+/// expiry of its own. Claude Code's own login keeps its tokens in
+/// .credentials.json with their expiry, not in the environment.
+pub fn claude_oauth_in_env(name: &str, value: &str) -> Option<Token> {
+    let v = value.trim();
+    let oauth = v.starts_with("sk-ant-oat01-") && v.len() > 40;
+    if !oauth {
+        return None;
+    }
+    Some(Token {
+        source: format!("env:{}", short(name, 128)),
+        kind: "claude-oauth-token".into(),
+        format: "opaque",
+        note: Some(
+            "`claude setup-token` issues such tokens valid for one year: treat it as one unless it was made otherwise"
+                .into(),
+        ),
         ..Token::default()
     })
 }

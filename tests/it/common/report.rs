@@ -7,6 +7,7 @@ use serde_json::Value;
 pub const PROBES: &[&str] = &[
     "mounts",
     "privilege",
+    "rootpaths",
     "namespaces",
     "devices",
     "sockets",

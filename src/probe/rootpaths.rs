@@ -998,7 +998,7 @@ fn collect_sudo(host: &Host, id: &Identity, f: &mut RootPathFacts, deadline: Ins
                 .find(|l| !l.is_empty())
                 .map(|l| short(l, 200));
         }
-        ToolStatus::Error | ToolStatus::NotRun => {
+        ToolStatus::Error | ToolStatus::NotRun | ToolStatus::FromFile => {
             f.sudo.listing = Some("failed".into());
             f.sudo.listing_detail = o.reason;
         }
@@ -1008,17 +1008,8 @@ fn collect_sudo(host: &Host, id: &Identity, f: &mut RootPathFacts, deadline: Ins
 /// PATH (this process's, or the tree's own environment under --root) and
 /// the usual bin and sbin directories, each once.
 fn search_dirs(host: &Host) -> Vec<PathBuf> {
-    let path = if host.is_live() {
-        std::env::var("PATH").ok()
-    } else {
-        read_regular(&host.path("/proc/self/environ"), 256 * 1024)
-            .ok()
-            .and_then(|b| {
-                b.split(|c| *c == 0)
-                    .find_map(|kv| kv.strip_prefix(b"PATH="))
-                    .map(|v| String::from_utf8_lossy(v).into_owned())
-            })
-    };
+    // The host's environment: this process's, or the tree's own (--root).
+    let path = host.env().get("PATH").map(str::to_string);
     let mut out: Vec<PathBuf> = Vec::new();
     for d in path
         .as_deref()

@@ -164,7 +164,7 @@ pub fn runnable(host: &Host, name: &str) -> Result<PathBuf, String> {
     if !host.is_live() {
         return Err("--root: binaries in a fixture tree are never executed".into());
     }
-    let found = search_path()
+    let found = search_path(host)
         .iter()
         .map(|d| d.join(name))
         .find(|p| std::fs::symlink_metadata(host.path(p)).is_ok())

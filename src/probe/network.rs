@@ -954,7 +954,7 @@ fn proxy_refusal(
             (
                 NetOutcome::ProxyUpstreamFailure,
                 format!(
-                    "the proxy {} forwards {what}, but the destination failed ({shown}{how})",
+                    "the proxy {} forwarded {what} and the destination failed ({shown}{how})",
                     px.shown
                 ),
             )

@@ -145,8 +145,9 @@ fn chown_all(dir: &Path, owner: &Option<(String, nix::unistd::Uid, nix::unistd::
     nix::unistd::chown(dir, Some(*uid), Some(*gid)).unwrap();
 }
 
-/// Starts `cmd` (configured for `port`) and waits until the port accepts.
-/// Err(log) when it exited first; `Ok(None)` never.
+/// Starts `cmd` (configured for `port`) and waits until the port accepts;
+/// Err with its output and logs when it exited first (a port taken in the
+/// meantime) or did not listen within 20 s.
 fn launch(mut cmd: Command, dir: &Path, port: u16) -> Result<Child, String> {
     let out = fs::File::create(dir.join("stdout")).unwrap();
     let err = fs::File::create(dir.join("stderr")).unwrap();

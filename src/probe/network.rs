@@ -954,7 +954,7 @@ fn proxy_refusal(
             (
                 NetOutcome::ProxyUpstreamFailure,
                 format!(
-                    "the proxy {} forwards {what}, but the destination failed ({shown}{how})",
+                    "the proxy {} forwarded {what} and the destination failed ({shown}{how})",
                     px.shown
                 ),
             )
@@ -1332,8 +1332,13 @@ pub fn evaluate(facts: &NetFacts) -> Vec<Finding> {
                 rec.denied_by_proxy, rec.reached_through
             )
         } else if rec.through > 0 {
+            let why = if rec.all_hold {
+                "no deny destination was refused by the proxy itself"
+            } else {
+                "not every destination kept its contract"
+            };
             format!(
-                "; {} destination(s) went through it, and the contract does not hold everywhere or no deny destination was refused by the proxy itself",
+                "; {} destination(s) went through it, but it is not seen to enforce the network contract: {why}",
                 rec.through
             )
         } else {
@@ -1539,6 +1544,7 @@ struct ProxyRecord {
     denied_by_proxy: usize,
     reached_through: usize,
     proxies: Vec<String>,
+    all_hold: bool,
     enforces: bool,
 }
 
@@ -1565,12 +1571,11 @@ fn proxy_record(facts: &NetFacts) -> ProxyRecord {
             rec.proxies.push(p);
         }
     }
-    rec.enforces = facts.assessed
-        && rec.denied_by_proxy > 0
-        && facts
-            .destinations
-            .iter()
-            .all(|d| verdict(d) == Verdict::Holds);
+    rec.all_hold = facts
+        .destinations
+        .iter()
+        .all(|d| verdict(d) == Verdict::Holds);
+    rec.enforces = facts.assessed && rec.denied_by_proxy > 0 && rec.all_hold;
     rec
 }
 

@@ -26,6 +26,7 @@ mod hostile_fs;
 mod hostile_scale;
 mod network;
 mod procfs;
+mod proxies;
 mod repro_artifacts;
 mod secrets;
 mod secrets_hostile;

@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 use crate::common::netserve::*;
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_selfprobe");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_selfprobe");
 
 /// Variables that would change what the probe does; each run starts without them.
-const CLEARED: &[&str] = &[
+pub(crate) const CLEARED: &[&str] = &[
     "HTTP_PROXY",
     "http_proxy",
     "HTTPS_PROXY",
@@ -42,13 +42,13 @@ const CLEARED: &[&str] = &[
 static N: AtomicUsize = AtomicUsize::new(0);
 
 /// A fixture root (`--root`) and a policy file beside it; removed on drop.
-struct Root {
-    dir: PathBuf,
-    policy: PathBuf,
+pub(crate) struct Root {
+    pub(crate) dir: PathBuf,
+    pub(crate) policy: PathBuf,
 }
 
 impl Root {
-    fn new(tag: &str) -> Root {
+    pub(crate) fn new(tag: &str) -> Root {
         let base = std::env::temp_dir().join(format!(
             "selfprobe-net-{tag}-{}-{}",
             std::process::id(),
@@ -62,22 +62,22 @@ impl Root {
         }
     }
 
-    fn file(&self, rel: &str, content: &str) {
+    pub(crate) fn file(&self, rel: &str, content: &str) {
         let p = self.dir.join(rel);
         fs::create_dir_all(p.parent().unwrap()).unwrap();
         fs::write(p, content).unwrap();
     }
 
-    fn with_policy(&self, text: &str) -> &Root {
+    pub(crate) fn with_policy(&self, text: &str) -> &Root {
         fs::write(&self.policy, text).unwrap();
         self
     }
 
-    fn policy_arg(&self) -> String {
+    pub(crate) fn policy_arg(&self) -> String {
         self.policy.to_str().unwrap().to_string()
     }
 
-    fn command(&self, prefix: &[&str]) -> Command {
+    pub(crate) fn command(&self, prefix: &[&str]) -> Command {
         let mut cmd = if prefix.is_empty() {
             Command::new(BIN)
         } else {
@@ -95,11 +95,11 @@ impl Root {
     }
 
     /// selfprobe with the policy (when written), `args` and `env`.
-    fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+    pub(crate) fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         self.run_in(&[], args, env)
     }
 
-    fn run_in(&self, prefix: &[&str], args: &[&str], env: &[(&str, &str)]) -> Run {
+    pub(crate) fn run_in(&self, prefix: &[&str], args: &[&str], env: &[(&str, &str)]) -> Run {
         let mut cmd = self.command(prefix);
         if self.policy.exists() {
             cmd.arg("--policy").arg(&self.policy);
@@ -136,23 +136,23 @@ impl Drop for Root {
     }
 }
 
-struct Run {
-    code: i32,
-    json: Value,
-    stdout: String,
-    stderr: String,
-    wall: Duration,
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) json: Value,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) wall: Duration,
 }
 
 impl Run {
-    fn destinations(&self) -> &Vec<Value> {
+    pub(crate) fn destinations(&self) -> &Vec<Value> {
         self.json["inventory"]["network"]["destinations"]
             .as_array()
             .unwrap_or_else(|| panic!("no inventory.network.destinations: {}", self.stdout))
     }
 
     /// The result for a destination, by its text or built-in name.
-    fn dest(&self, key: &str) -> &Value {
+    pub(crate) fn dest(&self, key: &str) -> &Value {
         self.destinations()
             .iter()
             .find(|d| d["destination"] == key || d["name"] == key)
@@ -167,22 +167,22 @@ impl Run {
             })
     }
 
-    fn findings(&self) -> Vec<&Value> {
+    pub(crate) fn findings(&self) -> Vec<&Value> {
         self.json["findings"].as_array().unwrap().iter().collect()
     }
 
-    fn find(&self, code: &str, subject: &str) -> Option<&Value> {
+    pub(crate) fn find(&self, code: &str, subject: &str) -> Option<&Value> {
         self.findings()
             .into_iter()
             .find(|f| f["code"] == code && f["subject"] == subject)
     }
 
-    fn must(&self, code: &str, subject: &str) -> &Value {
+    pub(crate) fn must(&self, code: &str, subject: &str) -> &Value {
         self.find(code, subject)
             .unwrap_or_else(|| panic!("expected {code} on {subject}; got {:#?}", self.pairs()))
     }
 
-    fn pairs(&self) -> Vec<(String, String)> {
+    pub(crate) fn pairs(&self) -> Vec<(String, String)> {
         self.findings()
             .iter()
             .map(|f| {
@@ -194,11 +194,11 @@ impl Run {
             .collect()
     }
 
-    fn count(&self, code: &str) -> usize {
+    pub(crate) fn count(&self, code: &str) -> usize {
         self.pairs().iter().filter(|(c, _)| c == code).count()
     }
 
-    fn probe(&self, name: &str) -> Option<&Value> {
+    pub(crate) fn probe(&self, name: &str) -> Option<&Value> {
         self.json["probes"]
             .as_array()
             .unwrap()
@@ -207,11 +207,11 @@ impl Run {
     }
 }
 
-fn ok_server() -> Server {
+pub(crate) fn ok_server() -> Server {
     Server::http(|_| reply(200, &[], "ok\n"))
 }
 
-fn closed_port() -> u16 {
+pub(crate) fn closed_port() -> u16 {
     // Bound and dropped: nothing listens there now.
     loopback().local_addr().unwrap().port()
 }
@@ -989,103 +989,9 @@ fn builtins_skip_what_does_not_apply_and_stay_bounded() {
     assert!(r.wall < Duration::from_secs(8), "{:?}", r.wall);
 }
 
-#[test]
-fn proxies_are_honoured_and_reported_without_their_credentials() {
-    let secret = "pr0xyS3cretCANARY";
-    let denying = proxy(403, |_| reply(200, &[], ""));
-    let forwarding = proxy(200, |s| {
-        if s.target.starts_with("http://pkgs.corp.test/") {
-            reply(200, &[], "from the origin")
-        } else {
-            reply(403, &[("X-Squid-Error", "ERR_ACCESS_DENIED 0")], "denied")
-        }
-    });
-    let direct = ok_server();
-    let root = Root::new("proxy");
-    root.with_policy(&format!(
-        "[network]\n\
-         allow = [\"http://pkgs.corp.test/simple/\", \"http://127.0.0.1:{}/\"]\n\
-         deny = [\"https://pastebin.example/\", \"http://exfil.example/\"]\n",
-        direct.port
-    ));
-    let https_proxy = format!("http://user:{secret}@127.0.0.1:{}", denying.port);
-    let http_proxy = format!("http://127.0.0.1:{}", forwarding.port);
-    let env = [
-        ("HTTPS_PROXY", https_proxy.as_str()),
-        ("http_proxy", http_proxy.as_str()),
-        ("NO_PROXY", "localhost,127.0.0.1"),
-    ];
-    let r = root.run(&[], &env);
-
-    let p = r.dest("http://pkgs.corp.test/simple/");
-    assert_eq!(p["outcome"], "reachable", "{p:#}");
-    assert_eq!(p["resolved_via"], "proxy");
-    assert_eq!(p["proxy"], http_proxy);
-    let fwd = forwarding.requests();
-    assert!(fwd
-        .iter()
-        .any(|s| s.target == "http://pkgs.corp.test/simple/"
-            && s.header("host") == Some("pkgs.corp.test")));
-
-    let h = r.dest("https://pastebin.example/");
-    assert_eq!(h["outcome"], "proxy-denied", "{h:#}");
-    assert_eq!(h["http_status"], 403);
-    assert_eq!(h["contract"], "holds");
-    let c = denying.requests();
-    assert_eq!(c[0].method, "CONNECT");
-    assert_eq!(c[0].target, "pastebin.example:443");
-    assert_eq!(
-        c[0].header("proxy-authorization"),
-        Some(format!("Basic {}", b64(&format!("user:{secret}"))).as_str()),
-        "the proxy's credentials are sent to the proxy"
-    );
-    assert_eq!(r.dest("http://exfil.example/")["outcome"], "proxy-denied");
-
-    // NO_PROXY: straight to the server, not through the proxy.
-    let d = r.dest(&format!("http://127.0.0.1:{}/", direct.port));
-    assert_eq!(d["outcome"], "reachable");
-    assert!(d["proxy"].is_null());
-    assert_eq!(direct.connections(), 1);
-
-    let np = r.must("net.proxy", "environment");
-    assert_eq!(np["severity"], "info");
-    assert_eq!(
-        np["evidence"]["https_proxy"],
-        format!("http://***@127.0.0.1:{}", denying.port)
-    );
-    assert_eq!(
-        np["evidence"]["no_proxy"],
-        serde_json::json!(["localhost", "127.0.0.1"])
-    );
-    assert_eq!(
-        r.count("net.denied-reachable") + r.count("net.allowed-unreachable"),
-        0,
-        "{:#?}",
-        r.pairs()
-    );
-    assert!(!r.stdout.contains(secret) && !r.stderr.contains(secret));
-    // The text report neither.
-    let mut cmd = Command::new(BIN);
-    cmd.arg("--root")
-        .arg(&root.dir)
-        .arg("--policy")
-        .arg(&root.policy)
-        .args(["--format", "text", "--net-loopback-only"]);
-    for v in CLEARED {
-        cmd.env_remove(v);
-    }
-    let out = cmd.envs(env).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("Network destinations (4 tried"), "{text}");
-    assert!(text.contains("proxy-denied"), "{text}");
-    assert!(!text.contains(secret) && !String::from_utf8_lossy(&out.stderr).contains(secret));
-}
-
-/// Standard padded base64, as in a Proxy-Authorization header.
-fn b64(s: &str) -> String {
-    use base64ct::Encoding;
-    base64ct::Base64::encode_string(s.as_bytes())
-}
+// Proxies (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, credentials, 407, refusals
+// and upstream failures) are tested against real squid and tinyproxy in
+// tests/it/proxies.rs.
 
 #[test]
 fn devtools_and_engine_ports_on_loopback() {

@@ -546,6 +546,7 @@ mod tests {
             (answer("HTTP/1.1 403 Filtered\r\nServer: tinyproxy/1.11.1\r\nContent-Type: text/html"), false, Answer::Denied, None),
             (answer("HTTP/1.1 403 Access violation\r\nServer: tinyproxy/1.11.1"), true, Answer::Denied, None),
             (answer("HTTP/1.1 500 Unable to connect\r\nServer: tinyproxy/1.11.1"), false, Answer::UpstreamFailure, Some(false)),
+            (answer("HTTP/1.1 503 Could not send data to remote server\r\nServer: tinyproxy/1.11.1"), false, Answer::UpstreamFailure, None),
             (answer("HTTP/1.1 407 Proxy Authentication Required\r\nServer: tinyproxy/1.11.1\r\nProxy-Authenticate: Basic realm=\"Tinyproxy\""), false, Answer::AuthRequired, None),
             // Any other proxy: the status decides.
             (answer("HTTP/1.1 403 Forbidden"), false, Answer::Denied, None),

@@ -4,6 +4,7 @@ pub mod keys;
 pub mod netserve;
 pub mod other_user;
 pub mod podman;
+pub mod proxies;
 pub mod report;
 pub mod shipped;
 pub mod tree;

@@ -1,7 +1,8 @@
 //! Loopback servers for the network tests (DESIGN.md §10: tests send only to
 //! loopback or to namespaces they create): HTTP, TLS, silent and counting TCP
-//! listeners, a forward/CONNECT proxy, a DNS server, and private network
-//! namespaces. Every server stops when dropped.
+//! listeners, a DNS server, and private network namespaces. Every server
+//! stops when dropped. The proxies are real ones (squid, tinyproxy:
+//! tests/it/common/proxies.rs).
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
@@ -43,6 +44,9 @@ enum Mode {
     Silent,
     /// Accepts and closes at once.
     Close,
+    /// Reads the request, then closes without an answer (a clean FIN: a
+    /// proxy in front sees end of file, never a reset).
+    Hangup,
 }
 
 pub struct Server {
@@ -86,6 +90,10 @@ impl Server {
         Server::start(loopback(), Mode::Close)
     }
 
+    pub fn hangup() -> Server {
+        Server::start(loopback(), Mode::Hangup)
+    }
+
     fn start(l: TcpListener, mode: Mode) -> Server {
         let addr = l.local_addr().expect("local_addr");
         l.set_nonblocking(true).expect("nonblocking");
@@ -103,6 +111,16 @@ impl Server {
                         match mode.clone() {
                             Mode::Silent => open.push(c),
                             Mode::Close => drop(c),
+                            Mode::Hangup => {
+                                let log = l2.clone();
+                                std::thread::spawn(move || {
+                                    let mut c = c;
+                                    let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+                                    if let Some(seen) = read_request(&mut c) {
+                                        log.lock().unwrap().push(seen);
+                                    }
+                                });
+                            }
                             Mode::Http(h) => {
                                 let log = l2.clone();
                                 std::thread::spawn(move || serve_http(c, &h, &log));
@@ -277,22 +295,6 @@ pub fn tls_config(c: &Cert) -> Arc<rustls::ServerConfig> {
         )
         .expect("server config");
     Arc::new(cfg)
-}
-
-/// A proxy: CONNECT is answered with `connect_status` (and, when 200,
-/// tunnelled to the target); absolute-form requests get `forward`'s answer.
-pub fn proxy(
-    connect_status: u16,
-    forward: impl Fn(&Seen) -> Vec<u8> + Send + Sync + 'static,
-) -> Server {
-    let forward: Handler = Arc::new(forward);
-    Server::http(move |seen| {
-        if seen.method == "CONNECT" {
-            reply(connect_status, &[], "")
-        } else {
-            forward(seen)
-        }
-    })
 }
 
 /// A DNS server on loopback: A records for `names`, NOERROR without

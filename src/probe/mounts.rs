@@ -737,14 +737,20 @@ fn mark_within(entries: &mut [MountEntry]) {
 
 /// The engine the container's own engine files name, preferring its
 /// /etc/hostname; containers/storage files are named podman or CRI-O by
-/// the table as a whole.
+/// the table as a whole (kubelet's files, the cgroup mounts' names).
 fn engine_hint(entries: &mut [MountEntry]) -> Option<EngineHint> {
     let own: Vec<&Managed> = entries
         .iter()
         .filter(|e| e.within.is_none())
         .filter_map(|e| e.managed.as_ref())
         .collect();
-    let storage = engine::resolve_storage_engine(&own);
+    let roots: Vec<String> = entries
+        .iter()
+        .filter(|e| e.within.is_none() && e.mount.fstype.starts_with("cgroup"))
+        .map(|e| e.mount.root.to_string_lossy().into_owned())
+        .collect();
+    let cgroup = engine::cgroup_engine(roots.iter().map(String::as_str));
+    let storage = engine::resolve_storage_engine(&own, cgroup);
     for e in entries.iter_mut() {
         if let Some(m) = e.managed.as_mut().filter(|m| m.by == "containers-storage") {
             m.by = storage;

@@ -627,3 +627,55 @@ fn the_probe_bind_mounted_in_is_itself() {
     // Another host file bound beside it is still a host file.
     assert!(r.has("mount.unexpected", "/usr/local/bin/other"));
 }
+
+#[test]
+fn a_writable_host_run_is_a_writable_host_path_that_survives() {
+    // The datadog capture with its hostPath of /var/run made read-write.
+    let name = "k8s-datadog-agent";
+    let text = capture(name).replace(" / /host/var/run ro - tmpfs", " / /host/var/run rw - tmpfs");
+    assert_ne!(text, capture(name));
+    let f = Fixture::container("hostrun-rw", &text, &data("plain.status"));
+    f.dir("host/var/run/containerd");
+    f.dir("host/proc");
+    let r = f.run(&[]);
+    assert_eq!(class(&r, "/host/var/run"), "host-tmpfs");
+    assert!(r.has("mount.host-tmpfs", "/host/var/run"));
+    assert_eq!(
+        r.find("write.host-path", "/host/var/run")["evidence"]["read_only_mount"],
+        false
+    );
+    assert!(r.has("teardown.persistent-writable", "/host/var/run"));
+    // Not the other containers' roots below it, one by one.
+    assert!(!r
+        .pairs()
+        .iter()
+        .any(|(c, s)| c.starts_with("teardown.") && s.starts_with("/host/var/run/")));
+}
+
+#[test]
+fn a_host_run_known_by_what_it_holds() {
+    // No namespace bound below it: the host's /run told apart from a fresh
+    // tmpfs by an engine's and the system's entries in it.
+    let name = "docker-rootful";
+    let mut text = capture(name);
+    text.push_str(
+        "900 608 0:23 / /host/run ro,nosuid,nodev - tmpfs tmpfs rw,size=805192k,mode=755\n",
+    );
+    text.push_str("901 608 0:77 / /scratch rw,nosuid,nodev - tmpfs tmpfs rw,size=65536k\n");
+    let f = Fixture::container("hostrun-markers", &text, &data("plain.status"));
+    for d in [
+        "host/run/containerd",
+        "host/run/systemd",
+        "host/run/udev",
+        "scratch/containerd",
+    ] {
+        f.dir(d);
+    }
+    let r = f.run(&[]);
+    let t = r.find("mount.host-tmpfs", "/host/run");
+    let markers = t["evidence"]["runtime_markers"].as_array().unwrap();
+    assert!(markers.contains(&"containerd".into()) && markers.contains(&"systemd".into()));
+    // A tmpfs with only an engine's entries (a dind's own /run) is not the host's.
+    assert_eq!(class(&r, "/scratch"), "tmpfs");
+    assert!(!r.has("mount.host-tmpfs", "/scratch"));
+}

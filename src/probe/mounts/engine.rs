@@ -330,6 +330,41 @@ mod tests {
         );
     }
 
+    fn line(l: &str) -> Mount {
+        let (m, e) = super::super::parse_mountinfo(l);
+        assert!(e.is_empty(), "{e:?}");
+        m.into_iter().next().unwrap()
+    }
+
+    fn shaped(l: &str) -> Option<(&'static str, String)> {
+        match shape(&line(l))? {
+            Shape::Managed(m) => Some((m.by, m.file)),
+            Shape::Volume(_) => None,
+        }
+    }
+
+    #[test]
+    fn sandboxes_lxcfs_and_init_binaries() {
+        for (l, want) in [
+            ("43 36 0:40 / /etc/hosts rw - 9p none rw,trans=fd,rfdno=50,wfdno=50,aname=/", Some(("runsc", "hosts"))),
+            ("58 36 0:49 / /opt/venv rw - 9p none rw,trans=fd", None),
+            ("44 36 0:41 / /etc/hosts rw - 9p hostshare rw,trans=virtio", None),
+            ("85 73 0:33 /81f3e754-11d3f9074a20c122-hosts /etc/hosts ro - virtiofs kataShared rw", Some(("kata", "hosts"))),
+            ("86 73 0:33 /81f3e754-2e9eb70638428f8b-data /data rw - virtiofs kataShared rw", None),
+            ("5697 5691 0:44 /proc/cpuinfo /proc/cpuinfo rw - fuse.lxcfs lxcfs rw", Some(("lxc", "/proc/cpuinfo"))),
+            ("700 1 8:1 /usr/bin/catatonit /run/podman-init ro - ext4 /dev/vda rw", Some(("podman", "init"))),
+            ("701 1 8:1 /usr/libexec/podman/catatonit /run/podman-init ro - ext4 /dev/vda rw", Some(("podman", "init"))),
+            ("702 1 8:1 /usr/bin/docker-init /sbin/docker-init ro - ext4 /dev/vda rw", Some(("docker", "init"))),
+            ("703 1 8:1 /usr/bin/catatonit /opt/tools/catatonit-copy ro - ext4 /dev/vda rw", None),
+        ] {
+            assert_eq!(
+                shaped(l),
+                want.map(|(b, f)| (b, f.to_string())),
+                "{l}"
+            );
+        }
+    }
+
     #[test]
     fn storage_engine_by_table() {
         let m = |by: &'static str, file: &str| Managed {

@@ -436,8 +436,13 @@ impl Table {
             own_tmpfs: BTreeSet::new(),
         };
         // A tmpfs with namespace binds or container roots below it is the
-        // host's runtime directory: a fresh tmpfs has neither.
-        for m in mounts.iter().filter(|m| whole_tmpfs(m)) {
+        // host's runtime directory: a fresh tmpfs has neither. The
+        // container's own /run is left to what it holds (below): a dind
+        // with a tmpfs /run binds its own containers' namespaces there.
+        let own_run = |m: &Mount| {
+            m.mount_point == Path::new("/run") || m.mount_point == Path::new("/var/run")
+        };
+        for m in mounts.iter().filter(|m| whole_tmpfs(m) && !own_run(m)) {
             let holds_host_state = mounts.iter().any(|c| {
                 c.mount_point != m.mount_point
                     && c.mount_point.starts_with(&m.mount_point)
@@ -639,6 +644,7 @@ pub fn collect(
     for e in &mut entries {
         refine(e, &engine_devs, self_ident, self_path.as_deref());
     }
+    own_engine_roots(&mut entries);
     let engine = engine_hint(&mut entries);
     let workspace = workspace.map(|(path, source)| {
         let hung = unresponsive.iter().any(|u| path.starts_with(u));
@@ -701,6 +707,34 @@ fn inspect_entries(
                 unresponsive.push(e.mount.mount_point.to_string_lossy().into_owned());
                 e.contents.file_type = "unresponsive";
             }
+        }
+    }
+}
+
+/// Container roots the workspace's own engine made (a dind keeps them in
+/// its /var/lib/docker volume) are its own children, not another tenant's:
+/// they count as host data only when a host path leads to them.
+fn own_engine_roots(entries: &mut [MountEntry]) {
+    let host_derived: Vec<PathBuf> = entries
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.class,
+                MountClass::HostBind
+                    | MountClass::HostRoot
+                    | MountClass::HostTmpfs
+                    | MountClass::Unknown
+            )
+        })
+        .map(|e| e.mount.mount_point.clone())
+        .collect();
+    for e in entries.iter_mut() {
+        if e.class != MountClass::ContainerRootfs || e.within.is_some() {
+            continue;
+        }
+        let mp = &e.mount.mount_point;
+        if !host_derived.iter().any(|h| h != mp && mp.starts_with(h)) {
+            e.kinds.push("own-engine");
         }
     }
 }
@@ -1141,7 +1175,7 @@ pub fn evaluate(facts: &MountFacts) -> Vec<Finding> {
                     .with("container_rootfs", roots.into_iter().take(20).collect::<Vec<_>>()),
                 );
             }
-            MountClass::ContainerRootfs => {
+            MountClass::ContainerRootfs if !e.kinds.contains(&"own-engine") => {
                 let upper = e
                     .mount
                     .super_options

@@ -679,3 +679,39 @@ fn a_host_run_known_by_what_it_holds() {
     assert_eq!(class(&r, "/scratch"), "tmpfs");
     assert!(!r.has("mount.host-tmpfs", "/scratch"));
 }
+
+#[test]
+fn container_roots_through_a_host_path_and_a_dinds_own() {
+    let name = "docker-rootful";
+    let upper = "rw,lowerdir=/var/lib/docker/overlay2/l/ABC,upperdir=/var/lib/docker/overlay2/9f1e/diff,workdir=/var/lib/docker/overlay2/9f1e/work";
+    // The host's /var/lib/docker bound in, with a running container's root
+    // below it (docker binds recursively); and a dind's own storage volume
+    // with the root of a container it started itself.
+    let mut text = capture(name);
+    text.push_str("910 608 259:1 /var/lib/docker /host-docker rw,relatime - ext4 /dev/root rw\n");
+    text.push_str(&format!(
+        "911 910 0:70 / /host-docker/overlay2/9f1e/merged rw,relatime - overlay overlay {upper}\n"
+    ));
+    text.push_str("912 608 259:1 /var/lib/docker/volumes/dind-storage/_data /var/lib/docker rw,relatime - ext4 /dev/root rw\n");
+    text.push_str(&format!("913 912 0:71 / /var/lib/docker/overlay2/9f1e/merged rw,relatime - overlay overlay {upper}\n"));
+    let f = Fixture::container("rootfs", &text, &data("plain.status"));
+    f.dir("host-docker/overlay2/9f1e/merged");
+    f.dir("var/lib/docker/overlay2/9f1e/merged");
+    let r = f.run(&[]);
+    let c = r.find(
+        "mount.container-rootfs",
+        "/host-docker/overlay2/9f1e/merged",
+    );
+    assert_eq!(c["severity"], "high");
+    assert_eq!(
+        c["evidence"]["upperdir"],
+        "/var/lib/docker/overlay2/9f1e/diff"
+    );
+    assert!(r.has("mount.unexpected", "/host-docker"));
+    assert_eq!(class(&r, "/var/lib/docker"), "volume");
+    assert!(!r.has(
+        "mount.container-rootfs",
+        "/var/lib/docker/overlay2/9f1e/merged"
+    ));
+    assert!(!r.has("mount.unexpected", "/var/lib/docker/overlay2/9f1e/merged"));
+}

@@ -436,8 +436,13 @@ impl Table {
             own_tmpfs: BTreeSet::new(),
         };
         // A tmpfs with namespace binds or container roots below it is the
-        // host's runtime directory: a fresh tmpfs has neither.
-        for m in mounts.iter().filter(|m| whole_tmpfs(m)) {
+        // host's runtime directory: a fresh tmpfs has neither. The
+        // container's own /run is left to what it holds (below): a dind
+        // with a tmpfs /run binds its own containers' namespaces there.
+        let own_run = |m: &Mount| {
+            m.mount_point == Path::new("/run") || m.mount_point == Path::new("/var/run")
+        };
+        for m in mounts.iter().filter(|m| whole_tmpfs(m) && !own_run(m)) {
             let holds_host_state = mounts.iter().any(|c| {
                 c.mount_point != m.mount_point
                     && c.mount_point.starts_with(&m.mount_point)
@@ -639,6 +644,7 @@ pub fn collect(
     for e in &mut entries {
         refine(e, &engine_devs, self_ident, self_path.as_deref());
     }
+    own_engine_roots(&mut entries);
     let engine = engine_hint(&mut entries);
     let workspace = workspace.map(|(path, source)| {
         let hung = unresponsive.iter().any(|u| path.starts_with(u));
@@ -705,6 +711,34 @@ fn inspect_entries(
     }
 }
 
+/// Container roots the workspace's own engine made (a dind keeps them in
+/// its /var/lib/docker volume) are its own children, not another tenant's:
+/// they count as host data only when a host path leads to them.
+fn own_engine_roots(entries: &mut [MountEntry]) {
+    let host_derived: Vec<PathBuf> = entries
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.class,
+                MountClass::HostBind
+                    | MountClass::HostRoot
+                    | MountClass::HostTmpfs
+                    | MountClass::Unknown
+            )
+        })
+        .map(|e| e.mount.mount_point.clone())
+        .collect();
+    for e in entries.iter_mut() {
+        if e.class != MountClass::ContainerRootfs || e.within.is_some() {
+            continue;
+        }
+        let mp = &e.mount.mount_point;
+        if !host_derived.iter().any(|h| h != mp && mp.starts_with(h)) {
+            e.kinds.push("own-engine");
+        }
+    }
+}
+
 fn runtime_dir(c: &Contents) -> bool {
     let has = |list: &[&str]| c.runtime_markers.iter().any(|m| list.contains(&m.as_str()));
     has(ENGINE_RUN_MARKERS) && has(SYSTEM_RUN_MARKERS)
@@ -737,14 +771,20 @@ fn mark_within(entries: &mut [MountEntry]) {
 
 /// The engine the container's own engine files name, preferring its
 /// /etc/hostname; containers/storage files are named podman or CRI-O by
-/// the table as a whole.
+/// the table as a whole (kubelet's files, the cgroup mounts' names).
 fn engine_hint(entries: &mut [MountEntry]) -> Option<EngineHint> {
     let own: Vec<&Managed> = entries
         .iter()
         .filter(|e| e.within.is_none())
         .filter_map(|e| e.managed.as_ref())
         .collect();
-    let storage = engine::resolve_storage_engine(&own);
+    let roots: Vec<String> = entries
+        .iter()
+        .filter(|e| e.within.is_none() && e.mount.fstype.starts_with("cgroup"))
+        .map(|e| e.mount.root.to_string_lossy().into_owned())
+        .collect();
+    let cgroup = engine::cgroup_engine(roots.iter().map(String::as_str));
+    let storage = engine::resolve_storage_engine(&own, cgroup);
     for e in entries.iter_mut() {
         if let Some(m) = e.managed.as_mut().filter(|m| m.by == "containers-storage") {
             m.by = storage;
@@ -1135,7 +1175,7 @@ pub fn evaluate(facts: &MountFacts) -> Vec<Finding> {
                     .with("container_rootfs", roots.into_iter().take(20).collect::<Vec<_>>()),
                 );
             }
-            MountClass::ContainerRootfs => {
+            MountClass::ContainerRootfs if !e.kinds.contains(&"own-engine") => {
                 let upper = e
                     .mount
                     .super_options

@@ -189,8 +189,8 @@ pub fn cgroup_container_id(text: &str) -> Option<(String, &'static str)> {
 
 /// A container id from the engine's own bind mounts (field 4 of mountinfo),
 /// recognised by their shape wherever the engine's storage lives
-/// (src/probe/mounts/engine.rs). podman and CRI-O share containers/storage;
-/// only podman writes /run/.containerenv.
+/// (src/probe/mounts/engine.rs). podman and CRI-O share containers/storage:
+/// kubelet's files or crio-<id> cgroup roots say CRI-O.
 pub fn mount_container_id(roots: &[String]) -> Option<(String, &'static str)> {
     use crate::probe::mounts::engine::{self, Shape};
     let files: Vec<engine::Managed> = roots
@@ -201,7 +201,10 @@ pub fn mount_container_id(roots: &[String]) -> Option<(String, &'static str)> {
         })
         .collect();
     let refs: Vec<&engine::Managed> = files.iter().collect();
-    let storage = engine::resolve_storage_engine(&refs);
+    let storage = engine::resolve_storage_engine(
+        &refs,
+        engine::cgroup_engine(roots.iter().map(String::as_str)),
+    );
     files.iter().find_map(|m| {
         let by = match m.by {
             "containers-storage" => storage,
@@ -1317,12 +1320,10 @@ mod tests {
         let mut roots = vec![format!(
             "/run/containers/storage/overlay-containers/{D}/userdata/hosts"
         )];
-        // Without podman's /run/.containerenv, containers/storage is CRI-O's.
-        assert_eq!(mount_container_id(&roots), Some((D.to_string(), "cri-o")));
-        roots.push(format!(
-            "/run/containers/storage/overlay-containers/{D}/userdata/.containerenv"
-        ));
         assert_eq!(mount_container_id(&roots), Some((D.to_string(), "podman")));
+        // The same layout with CRI-O's cgroup names is CRI-O's.
+        roots.push(format!("/system.slice/crio-{D}.scope"));
+        assert_eq!(mount_container_id(&roots), Some((D.to_string(), "cri-o")));
         let roots = vec![format!(
             "/home/u/.local/share/docker/containers/{D}/hostname"
         )];

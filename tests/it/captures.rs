@@ -627,3 +627,91 @@ fn the_probe_bind_mounted_in_is_itself() {
     // Another host file bound beside it is still a host file.
     assert!(r.has("mount.unexpected", "/usr/local/bin/other"));
 }
+
+#[test]
+fn a_writable_host_run_is_a_writable_host_path_that_survives() {
+    // The datadog capture with its hostPath of /var/run made read-write.
+    let name = "k8s-datadog-agent";
+    let text = capture(name).replace(" / /host/var/run ro - tmpfs", " / /host/var/run rw - tmpfs");
+    assert_ne!(text, capture(name));
+    let f = Fixture::container("hostrun-rw", &text, &data("plain.status"));
+    f.dir("host/var/run/containerd");
+    f.dir("host/proc");
+    let r = f.run(&[]);
+    assert_eq!(class(&r, "/host/var/run"), "host-tmpfs");
+    assert!(r.has("mount.host-tmpfs", "/host/var/run"));
+    assert_eq!(
+        r.find("write.host-path", "/host/var/run")["evidence"]["read_only_mount"],
+        false
+    );
+    assert!(r.has("teardown.persistent-writable", "/host/var/run"));
+    // Not the other containers' roots below it, one by one.
+    assert!(!r
+        .pairs()
+        .iter()
+        .any(|(c, s)| c.starts_with("teardown.") && s.starts_with("/host/var/run/")));
+}
+
+#[test]
+fn a_host_run_known_by_what_it_holds() {
+    // No namespace bound below it: the host's /run told apart from a fresh
+    // tmpfs by an engine's and the system's entries in it.
+    let name = "docker-rootful";
+    let mut text = capture(name);
+    text.push_str(
+        "900 608 0:23 / /host/run ro,nosuid,nodev - tmpfs tmpfs rw,size=805192k,mode=755\n",
+    );
+    text.push_str("901 608 0:77 / /scratch rw,nosuid,nodev - tmpfs tmpfs rw,size=65536k\n");
+    let f = Fixture::container("hostrun-markers", &text, &data("plain.status"));
+    for d in [
+        "host/run/containerd",
+        "host/run/systemd",
+        "host/run/udev",
+        "scratch/containerd",
+    ] {
+        f.dir(d);
+    }
+    let r = f.run(&[]);
+    let t = r.find("mount.host-tmpfs", "/host/run");
+    let markers = t["evidence"]["runtime_markers"].as_array().unwrap();
+    assert!(markers.contains(&"containerd".into()) && markers.contains(&"systemd".into()));
+    // A tmpfs with only an engine's entries (a dind's own /run) is not the host's.
+    assert_eq!(class(&r, "/scratch"), "tmpfs");
+    assert!(!r.has("mount.host-tmpfs", "/scratch"));
+}
+
+#[test]
+fn container_roots_through_a_host_path_and_a_dinds_own() {
+    let name = "docker-rootful";
+    let upper = "rw,lowerdir=/var/lib/docker/overlay2/l/ABC,upperdir=/var/lib/docker/overlay2/9f1e/diff,workdir=/var/lib/docker/overlay2/9f1e/work";
+    // The host's /var/lib/docker bound in, with a running container's root
+    // below it (docker binds recursively); and a dind's own storage volume
+    // with the root of a container it started itself.
+    let mut text = capture(name);
+    text.push_str("910 608 259:1 /var/lib/docker /host-docker rw,relatime - ext4 /dev/root rw\n");
+    text.push_str(&format!(
+        "911 910 0:70 / /host-docker/overlay2/9f1e/merged rw,relatime - overlay overlay {upper}\n"
+    ));
+    text.push_str("912 608 259:1 /var/lib/docker/volumes/dind-storage/_data /var/lib/docker rw,relatime - ext4 /dev/root rw\n");
+    text.push_str(&format!("913 912 0:71 / /var/lib/docker/overlay2/9f1e/merged rw,relatime - overlay overlay {upper}\n"));
+    let f = Fixture::container("rootfs", &text, &data("plain.status"));
+    f.dir("host-docker/overlay2/9f1e/merged");
+    f.dir("var/lib/docker/overlay2/9f1e/merged");
+    let r = f.run(&[]);
+    let c = r.find(
+        "mount.container-rootfs",
+        "/host-docker/overlay2/9f1e/merged",
+    );
+    assert_eq!(c["severity"], "high");
+    assert_eq!(
+        c["evidence"]["upperdir"],
+        "/var/lib/docker/overlay2/9f1e/diff"
+    );
+    assert!(r.has("mount.unexpected", "/host-docker"));
+    assert_eq!(class(&r, "/var/lib/docker"), "volume");
+    assert!(!r.has(
+        "mount.container-rootfs",
+        "/var/lib/docker/overlay2/9f1e/merged"
+    ));
+    assert!(!r.has("mount.unexpected", "/var/lib/docker/overlay2/9f1e/merged"));
+}

@@ -15,6 +15,7 @@ mod containers_attest;
 mod containers_canary;
 mod containers_formats;
 mod containers_hostile;
+mod containers_mounts;
 mod containers_network;
 mod containers_secrets;
 mod containers_usage;

@@ -239,19 +239,37 @@ fn init_binary(root: &str, mp: &str) -> Option<&'static str> {
     }
 }
 
-/// Which engine made the table's own engine files: podman and CRI-O share
-/// containers/storage, and only podman writes /run/.containerenv; a table
-/// with kubelet's files in it belongs to a CRI runtime.
-pub fn resolve_storage_engine(files: &[&Managed]) -> &'static str {
-    let kubelet = files.iter().any(|f| f.by == "kubelet");
-    let containerenv = files
-        .iter()
-        .any(|f| f.by == "containers-storage" && f.file == ".containerenv");
-    if kubelet || !containerenv {
-        "cri-o"
-    } else {
-        "podman"
+/// Which engine made the table's own containers/storage files: podman and
+/// CRI-O share that layout. A table with kubelet's files in it belongs to a
+/// CRI runtime; so does one whose cgroup mounts name crio-<id>.scope. podman
+/// names its cgroups libpod-<id>; a --read-only podman container has neither
+/// /run/.containerenv nor, with --network none, resolv.conf, so with no word
+/// either way the files are podman's, the runtime that runs alone.
+pub fn resolve_storage_engine(files: &[&Managed], cgroup: Option<&'static str>) -> &'static str {
+    if files.iter().any(|f| f.by == "kubelet") {
+        return "cri-o";
     }
+    cgroup.unwrap_or("podman")
+}
+
+/// The engine that cgroup mount roots (field 4 of cgroup and cgroup2
+/// mounts, or any root) name: `…/crio-<id>.scope`, `…/libpod-<id>`.
+pub fn cgroup_engine<'a>(roots: impl IntoIterator<Item = &'a str>) -> Option<&'static str> {
+    for r in roots {
+        for seg in r.split('/') {
+            let rest = seg.strip_suffix(".scope").unwrap_or(seg);
+            if rest.strip_prefix("crio-").is_some_and(|id| is_hex(id, 64)) {
+                return Some("cri-o");
+            }
+            if rest
+                .strip_prefix("libpod-")
+                .is_some_and(|id| is_hex(id, 64))
+            {
+                return Some("podman");
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -312,6 +330,41 @@ mod tests {
         );
     }
 
+    fn line(l: &str) -> Mount {
+        let (m, e) = super::super::parse_mountinfo(l);
+        assert!(e.is_empty(), "{e:?}");
+        m.into_iter().next().unwrap()
+    }
+
+    fn shaped(l: &str) -> Option<(&'static str, String)> {
+        match shape(&line(l))? {
+            Shape::Managed(m) => Some((m.by, m.file)),
+            Shape::Volume(_) => None,
+        }
+    }
+
+    #[test]
+    fn sandboxes_lxcfs_and_init_binaries() {
+        for (l, want) in [
+            ("43 36 0:40 / /etc/hosts rw - 9p none rw,trans=fd,rfdno=50,wfdno=50,aname=/", Some(("runsc", "hosts"))),
+            ("58 36 0:49 / /opt/venv rw - 9p none rw,trans=fd", None),
+            ("44 36 0:41 / /etc/hosts rw - 9p hostshare rw,trans=virtio", None),
+            ("85 73 0:33 /81f3e754-11d3f9074a20c122-hosts /etc/hosts ro - virtiofs kataShared rw", Some(("kata", "hosts"))),
+            ("86 73 0:33 /81f3e754-2e9eb70638428f8b-data /data rw - virtiofs kataShared rw", None),
+            ("5697 5691 0:44 /proc/cpuinfo /proc/cpuinfo rw - fuse.lxcfs lxcfs rw", Some(("lxc", "/proc/cpuinfo"))),
+            ("700 1 8:1 /usr/bin/catatonit /run/podman-init ro - ext4 /dev/vda rw", Some(("podman", "init"))),
+            ("701 1 8:1 /usr/libexec/podman/catatonit /run/podman-init ro - ext4 /dev/vda rw", Some(("podman", "init"))),
+            ("702 1 8:1 /usr/bin/docker-init /sbin/docker-init ro - ext4 /dev/vda rw", Some(("docker", "init"))),
+            ("703 1 8:1 /usr/bin/catatonit /opt/tools/catatonit-copy ro - ext4 /dev/vda rw", None),
+        ] {
+            assert_eq!(
+                shaped(l),
+                want.map(|(b, f)| (b, f.to_string())),
+                "{l}"
+            );
+        }
+    }
+
     #[test]
     fn storage_engine_by_table() {
         let m = |by: &'static str, file: &str| Managed {
@@ -319,11 +372,18 @@ mod tests {
             file: file.into(),
             id: None,
         };
-        let env = m("containers-storage", ".containerenv");
         let hosts = m("containers-storage", "hosts");
         let pod = m("kubelet", "etc-hosts");
-        assert_eq!(resolve_storage_engine(&[&hosts, &env]), "podman");
-        assert_eq!(resolve_storage_engine(&[&hosts]), "cri-o");
-        assert_eq!(resolve_storage_engine(&[&hosts, &env, &pod]), "cri-o");
+        assert_eq!(resolve_storage_engine(&[&hosts], None), "podman");
+        assert_eq!(resolve_storage_engine(&[&hosts], Some("cri-o")), "cri-o");
+        assert_eq!(
+            resolve_storage_engine(&[&hosts, &pod], Some("podman")),
+            "cri-o"
+        );
+        let crio = format!("/system.slice/crio-{ID}.scope");
+        let libpod = format!("/libpod_parent/libpod-{ID}");
+        assert_eq!(cgroup_engine([crio.as_str()]), Some("cri-o"));
+        assert_eq!(cgroup_engine(["/", libpod.as_str()]), Some("podman"));
+        assert_eq!(cgroup_engine(["/", "/user.slice"]), None);
     }
 }

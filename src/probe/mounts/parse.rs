@@ -6,8 +6,6 @@
 //! fields the kernel always writes are required; a line that still does not
 //! parse costs that line, with its number, never the table.
 
-use std::path::PathBuf;
-
 use serde::Serialize;
 
 use super::Mount;
@@ -133,18 +131,10 @@ pub fn unescape(s: &str) -> Vec<u8> {
     out
 }
 
-/// The path form of a root field: `None` when it is not a path at all (an
-/// nsfs `net:[…]`), so nobody reads a namespace name as a host directory.
-pub fn root_path(root: &std::path::Path) -> Option<PathBuf> {
-    root.to_str()
-        .map_or(true, |s| s.starts_with('/'))
-        .then(|| root.to_path_buf())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
+    use std::path::PathBuf;
 
     #[test]
     fn parses_and_unescapes() {
@@ -176,12 +166,10 @@ mod tests {
         let (m, errs) = parse_mountinfo(text);
         assert!(errs.is_empty(), "{errs:?}");
         assert_eq!(m[0].root, PathBuf::from("net:[4026532832]"));
-        assert_eq!(root_path(&m[0].root), None);
         assert_eq!(m[0].optional.len(), 4);
         assert_eq!(m[0].fstype, "nsfs");
         assert_eq!(m[1].root, PathBuf::from("/../../../.."));
         assert_eq!(m[2].source, "", "a missing source is empty, not an error");
-        assert_eq!(root_path(Path::new("/srv")), Some(PathBuf::from("/srv")));
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod agents;
 mod attest;
 mod cli;
 mod containers;
+mod containers_agents;
 mod containers_artifacts;
 mod containers_attest;
 mod containers_canary;

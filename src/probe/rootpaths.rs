@@ -461,10 +461,7 @@ pub fn nopasswd_commands(rhs: &str, default_nopasswd: bool) -> Vec<(String, Stri
                 c = c[end + 1..].trim().to_string();
             }
         }
-        loop {
-            let Some((tag, rest)) = c.split_once(':') else {
-                break;
-            };
+        while let Some((tag, rest)) = c.split_once(':') {
             let tag = tag.trim();
             if !SUDO_TAGS.contains(&tag) {
                 break;
@@ -1206,10 +1203,10 @@ pub fn evaluate(f: &RootPathFacts) -> Vec<Finding> {
         let (s, how) = if blocked {
             (
                 Severity::Low,
-                "but no_new_privs keeps sudo from running as root here".to_string(),
+                "no_new_privs keeps sudo from running as root here, for now".to_string(),
             )
         } else if all {
-            (sev, format!("so {who} can run anything as root; {root_is}"))
+            (sev, root_is.clone())
         } else {
             (
                 sev.lowered(),
@@ -1223,8 +1220,8 @@ pub fn evaluate(f: &RootPathFacts) -> Vec<Finding> {
             base(
                 "sudo",
                 format!(
-                    "sudo lets {who} run {} as {} with no password ({}), {how}",
-                    if all { "ALL commands" } else { "commands" },
+                    "sudo lets {who} run {} as {} without a password ({}); {how}",
+                    if all { "any command" } else { "commands" },
                     f.sudo.rules[0].runas,
                     sources.join(", ")
                 ),
@@ -1335,7 +1332,7 @@ pub fn evaluate(f: &RootPathFacts) -> Vec<Finding> {
                 "priv.setuid-binaries",
                 "setuid",
                 format!(
-                    "no_new_privs is not set and {setuid} setuid-root program(s) and {capped} with file capabilities are on PATH or in the bin and sbin directories{}: each can raise {who}'s privilege",
+                    "no_new_privs is not set and {setuid} setuid-root program(s) and {capped} with file capabilities are on PATH or in the bin and sbin directories{}: each can raise the privilege of {who}",
                     if notable.is_empty() {
                         String::new()
                     } else {
@@ -1477,6 +1474,61 @@ mod tests {
         ];
         assert_eq!(parse_vfs_cap(&v2), Some(1 << 13));
         assert_eq!(parse_vfs_cap(&[1, 2]), None);
+    }
+
+    /// The parsers of sudoers, sudo's listing and doas.conf never panic on
+    /// hostile bytes: the files and the listing are the image's text.
+    #[test]
+    fn parsers_survive_hostile_bytes() {
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let pieces: &[&str] = &[
+            "vscode",
+            " ALL",
+            "=",
+            "(",
+            ")",
+            ":",
+            "NOPASSWD:",
+            "%sudo",
+            "#",
+            "#1000",
+            "\\\n",
+            "\n",
+            ",",
+            "!",
+            "User_Alias A = ",
+            "Defaults:",
+            "!authenticate",
+            "permit ",
+            "nopass ",
+            "setenv {",
+            "}",
+            " as ",
+            " cmd ",
+            "é",
+            "User x may run the following commands on h:\n",
+            "@includedir ",
+            "%#",
+            "\t",
+        ];
+        let id = vscode();
+        for _ in 0..5000 {
+            let mut t = String::new();
+            for _ in 0..(next() % 16) {
+                t.push_str(pieces[(next() % pieces.len() as u64) as usize]);
+            }
+            let _ = parse_sudoers(&t, "/f", &id);
+            let _ = parse_sudo_listing(&t);
+            let _ = parse_doas(&t, "/f", &id);
+            let _ = parse_uid_map(&t);
+            let _ = parse_vfs_cap(t.as_bytes());
+        }
     }
 
     fn facts(boundary: Boundary) -> RootPathFacts {

@@ -10,6 +10,7 @@ mod captures;
 mod cli;
 mod codes;
 mod containers;
+mod containers_agents;
 mod containers_artifacts;
 mod containers_attest;
 mod containers_canary;

@@ -572,6 +572,23 @@ fn redact_url(u: &str, secrets: &mut Vec<McpSecret>) -> String {
     short(&shown, 512)
 }
 
+/// One server from a hostile table, for the parsers' robustness test.
+#[cfg(test)]
+pub fn test_server(spec: &Map<String, Value>) -> McpServer {
+    let c = McpConfig {
+        path: "/p".into(),
+        client: "c".into(),
+        origin: "o".into(),
+        owner_uid: 0,
+        mode: "0600".into(),
+        readable: true,
+        servers: 0,
+        error: None,
+        mount: None,
+    };
+    server("s", spec, &c, None)
+}
+
 /// The subject of a server's findings: its config file and name (and the
 /// project, for a per-project entry).
 pub fn subject(s: &McpServer) -> String {

@@ -760,8 +760,12 @@ fn epoch(now: SystemTime) -> i64 {
         .unwrap_or(0)
 }
 
+/// Up to the year 9999: a claim beyond it is not a time (and would
+/// overflow SystemTime).
 fn rfc3339_secs(t: i64) -> Option<String> {
-    (t >= 0).then(|| crate::host::rfc3339(UNIX_EPOCH + Duration::from_secs(t as u64)))
+    (0..=253_402_300_799)
+        .contains(&t)
+        .then(|| crate::host::rfc3339(UNIX_EPOCH + Duration::from_secs(t as u64)))
 }
 
 /// Findings from the facts: pure, so the policy's TTL and the clock are
@@ -844,12 +848,12 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
         let expiry = match c.expires_at {
             Some(e) if e <= now_s => format!(
                 ", its token expired {} ago ({})",
-                tokens::human(now_s - e),
+                tokens::human(now_s.saturating_sub(e)),
                 rfc3339_secs(e).unwrap_or_default()
             ),
             Some(e) => format!(
                 ", its token expires in {} ({})",
-                tokens::human(e - now_s),
+                tokens::human(e.saturating_sub(now_s)),
                 rfc3339_secs(e).unwrap_or_default()
             ),
             None => String::new(),
@@ -1198,6 +1202,15 @@ mod tests {
             b"PuTTY-User-Key-File-2\nEncryption: ",
             b"credential",
             b"helper = !",
+            b"{\"claudeAiOauth\":{\"accessToken\":\"sk-ant-oat01-",
+            b"\"expiresAt\":1e300,",
+            b"{\"mcpServers\":{\"a\":{\"command\":[",
+            b"\"args\":[\"--token\",",
+            b"\"url\":\"https://u:p@h/?key=",
+            b"// c\n/*",
+            b"apiKey: ",
+            b"- ",
+            b",]}",
         ];
         let cat = rules::credentials();
         for _ in 0..3000 {
@@ -1218,6 +1231,11 @@ mod tests {
             let _ = Passwd::parse(&text);
             let _ = rules::env_secrets().line_hit(&text);
             let _ = rules::env_secrets().classify("X_TOKEN", &text);
+            let _ = structured::scan_keys(&text, &["apiKey".to_string()]);
+            let _ = structured::parse_rfc3339(&text);
+            if let Some(Value::Object(m)) = structured::parse_json(&text) {
+                let _ = mcp::test_server(&m);
+            }
         }
     }
 

@@ -138,11 +138,13 @@ pub fn expiry_secs(v: &Value, unit: super::rules::ExpiresUnit) -> Option<i64> {
         Value::String(s) => s.trim().parse::<f64>().ok(),
         _ => None,
     };
-    match unit {
+    let secs = match unit {
         ExpiresUnit::Ms => num.map(|n| (n / 1000.0) as i64),
         ExpiresUnit::S => num.map(|n| n as i64),
         ExpiresUnit::Rfc3339 => v.as_str().and_then(parse_rfc3339),
-    }
+    };
+    // Between the epoch and the year 9999; anything else is not a time.
+    secs.filter(|s| (0..=253_402_300_799).contains(s))
 }
 
 /// `2025-06-01T12:00:00Z`, with optional fractions and a `+hh:mm` offset
@@ -290,12 +292,14 @@ fn walk_json(v: &Value, key: &str, keys: &[String], out: &mut KeyScan, depth: us
                 walk_json(x, key, keys, out, depth + 1);
             }
         }
-        Value::String(s) => {
-            if (!key.is_empty() && key_wanted(keys, key) && !s.trim().is_empty() && !placeholder(s))
-                || env_secrets().value_rule(s).is_some()
-            {
-                out.add(if key.is_empty() { "(value)" } else { key });
-            }
+        Value::String(s)
+            if (!key.is_empty()
+                && key_wanted(keys, key)
+                && !s.trim().is_empty()
+                && !placeholder(s))
+                || env_secrets().value_rule(s).is_some() =>
+        {
+            out.add(if key.is_empty() { "(value)" } else { key });
         }
         _ => {}
     }
@@ -354,6 +358,10 @@ mod tests {
         use crate::probe::secrets::rules::ExpiresUnit;
         let ms: Value = serde_json::from_str("1769159945362.7791").unwrap();
         assert_eq!(expiry_secs(&ms, ExpiresUnit::Ms), Some(1_769_159_945));
+        for huge in ["1e300", "-1e300", "-5"] {
+            let v: Value = serde_json::from_str(huge).unwrap();
+            assert_eq!(expiry_secs(&v, ExpiresUnit::S), None, "{huge}");
+        }
     }
 
     #[test]

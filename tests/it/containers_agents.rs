@@ -1,0 +1,852 @@
+//! Coding agents in real containers, with the engine as a parameter (a
+//! function returning its base Command): podman here (DESIGN.md §9), Docker
+//! where `docker` answers (`--network none`, skipped visibly otherwise;
+//! under CI=true a missing engine fails).
+//!
+//! - A home mounted into a container with every agent's credential file
+//!   (canary values, tests/it/agents.rs) and a workspace `.mcp.json` whose
+//!   github server holds a canary token: every file is found, with its
+//!   expiry where it has one, and no canary byte is in any format.
+//! - A devcontainer-style image built here: Debian bookworm by debootstrap
+//!   (minbase, with sudo) from Debian's mirror, user vscode (uid 1000), with
+//!   and without `vscode ALL=(root) NOPASSWD:ALL` in /etc/sudoers.d/vscode,
+//!   imported into the engine and cached by its tag (and the root tarballs
+//!   under /var/tmp/selfprobe-test-cache) between runs. `--user 1000` gets
+//!   priv.passwordless-root from `sudo -n -l`; the plain image does not.
+//! - The Dev Containers CLI with "remoteUser": "vscode" fails its
+//!   postCreateCommand on that finding; the plain image passes.
+//!
+//! Network rule: every container runs with `--network none`; nothing is
+//! contacted. debootstrap talks only to Debian's mirror (a package registry).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::agents::{agent_home, check_agent_home, workspace_mcp, Canaries};
+use crate::common::podman::{
+    self, is_root, run_bounded, skip_or_fail, unique, TempPath, RUN_TIMEOUT,
+};
+use crate::common::shipped;
+use serde_json::{json, Value};
+
+/// A container engine: its name and the Command every call starts from.
+pub struct Engine {
+    pub name: &'static str,
+    pub base: fn() -> Command,
+}
+
+pub fn podman_engine() -> Engine {
+    Engine {
+        name: "podman",
+        base: podman::podman,
+    }
+}
+
+fn docker_cmd() -> Command {
+    Command::new("docker")
+}
+
+pub fn docker_engine() -> Engine {
+    Engine {
+        name: "docker",
+        base: docker_cmd,
+    }
+}
+
+impl Engine {
+    fn cmd(&self) -> Command {
+        (self.base)()
+    }
+
+    /// Whether the engine answers; a visible SKIP (a failure under CI=true)
+    /// when it does not.
+    fn ready(&self, test: &str) -> bool {
+        if !is_root() {
+            skip_or_fail(test, "not root (a rootful engine is needed)");
+            return false;
+        }
+        let ok = self
+            .cmd()
+            .arg("version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            skip_or_fail(test, &format!("`{} version` does not answer", self.name));
+        }
+        ok
+    }
+
+    fn image_exists(&self, tag: &str) -> bool {
+        self.cmd()
+            .args(["image", "inspect", tag])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    /// `ENGINE run --rm --name N FLAGS IMAGE ARGV`, bounded; the container is
+    /// removed if it outlives the bound.
+    fn run(&self, flags: &[String], image: &str, argv: &[String]) -> podman::Output {
+        let name = unique("agents");
+        let mut cmd = self.cmd();
+        cmd.args(["run", "--rm", "--name", &name])
+            .args(flags)
+            .arg(image)
+            .args(argv);
+        match run_bounded(cmd, RUN_TIMEOUT, None) {
+            Ok(o) => o,
+            Err(e) => {
+                let _ = self.cmd().args(["rm", "-f", &name]).output();
+                panic!("{}: {e}", self.name)
+            }
+        }
+    }
+}
+
+/// One selfprobe run's outputs in every format, and its JSON report.
+struct Probed {
+    what: String,
+    code: i32,
+    json: Value,
+    outputs: Vec<(String, String)>,
+}
+
+impl Probed {
+    fn findings(&self) -> &[Value] {
+        self.json["findings"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    fn find(&self, code: &str, subject: &str) -> Option<&Value> {
+        self.findings()
+            .iter()
+            .find(|f| f["code"] == code && f["subject"] == subject)
+    }
+
+    fn has_code(&self, code: &str) -> bool {
+        self.findings().iter().any(|f| f["code"] == code)
+    }
+
+    fn listing(&self) -> String {
+        self.findings()
+            .iter()
+            .map(|f| format!("  {} {} {}\n", f["code"], f["severity"], f["subject"]))
+            .collect()
+    }
+}
+
+/// Runs selfprobe (`probe` inside the container) in every format.
+fn probe_formats(
+    e: &Engine,
+    flags: &[String],
+    image: &str,
+    probe: &str,
+    args: &[&str],
+    formats: &[&str],
+) -> Probed {
+    let mut outputs = Vec::new();
+    let mut json = Value::Null;
+    let mut code = -1;
+    for f in formats {
+        let mut argv = vec![probe.to_string(), "--format".into(), f.to_string()];
+        argv.extend(args.iter().map(|a| a.to_string()));
+        let o = e.run(flags, image, &argv);
+        if *f == "json" {
+            code = o.code.unwrap_or(-1);
+            json = serde_json::from_str(&o.stdout).unwrap_or_else(|err| {
+                panic!(
+                    "{}: stdout is not JSON ({err})\nstdout:\n{}\nstderr:\n{}",
+                    e.name, o.stdout, o.stderr
+                )
+            });
+        } else {
+            assert!(
+                o.stdout.len() > 100,
+                "{} {f}: no report: {}",
+                e.name,
+                o.stderr
+            );
+        }
+        outputs.push((f.to_string(), o.stdout));
+        outputs.push((format!("{f} stderr"), o.stderr));
+    }
+    Probed {
+        what: format!(
+            "{} run {} {image} {probe} {}",
+            e.name,
+            flags.join(" "),
+            args.join(" ")
+        ),
+        code,
+        json,
+        outputs,
+    }
+}
+
+fn chown_tree(p: &Path, uid: u32) {
+    let st = Command::new("chown")
+        .args(["-R", &format!("{uid}:{uid}")])
+        .arg(p)
+        .status()
+        .unwrap();
+    assert!(st.success(), "chown -R {}", p.display());
+}
+
+// ---------------------------------------------------------------------------
+// The devcontainer-style image: debootstrap, cached.
+
+const CACHE: &str = "/var/tmp/selfprobe-test-cache";
+/// Bump when the recipe below changes, so a cached image is not reused.
+const RECIPE: &str = "v1";
+const SUDOERS_LINE: &str = "vscode ALL=(root) NOPASSWD:ALL\n";
+
+fn tag(sudo: bool) -> String {
+    format!(
+        "localhost/selfprobe-devc:bookworm-{}-{RECIPE}",
+        if sudo { "sudo" } else { "plain" }
+    )
+}
+
+fn tar_path(sudo: bool) -> PathBuf {
+    Path::new(CACHE).join(format!(
+        "devc-bookworm-{}-{RECIPE}.tar",
+        if sudo { "sudo" } else { "plain" }
+    ))
+}
+
+fn sh(cmd: &mut Command, what: &str, limit: Duration) -> Result<(), String> {
+    let shown = format!("{cmd:?}");
+    let out = run_bounded(std::mem::replace(cmd, Command::new("true")), limit, None)?;
+    if out.code != Some(0) {
+        return Err(format!(
+            "{what}: {shown} exited {:?}\n{}\n{}",
+            out.code,
+            out.stdout
+                .lines()
+                .rev()
+                .take(20)
+                .collect::<Vec<_>>()
+                .join("\n"),
+            out.stderr
+        ));
+    }
+    Ok(())
+}
+
+/// The two root tarballs, built once (debootstrap from Debian's mirror)
+/// and kept under CACHE; each is written beside its name and renamed, so a
+/// concurrent or interrupted build never leaves half a tarball.
+fn devc_tars() -> Result<(PathBuf, PathBuf), String> {
+    static TARS: OnceLock<Result<(PathBuf, PathBuf), String>> = OnceLock::new();
+    TARS.get_or_init(|| {
+        let (plain, sudo) = (tar_path(false), tar_path(true));
+        if plain.is_file() && sudo.is_file() {
+            return Ok((plain, sudo));
+        }
+        if Command::new("debootstrap")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_err()
+        {
+            return Err(
+                "debootstrap is missing (apt-get install -y debootstrap; .ci/run does it)".into(),
+            );
+        }
+        std::fs::create_dir_all(CACHE).map_err(|e| format!("mkdir {CACHE}: {e}"))?;
+        let root = TempPath::dir_in(Path::new(CACHE), "rootfs")?;
+        sh(
+            Command::new("debootstrap")
+                .args(["--variant=minbase", "--include=sudo", "bookworm"])
+                .arg(&root.path)
+                .arg("http://deb.debian.org/debian"),
+            "debootstrap",
+            Duration::from_secs(900),
+        )?;
+        let r = &root.path;
+        let append = |rel: &str, line: &str| -> Result<(), String> {
+            use std::io::Write;
+            let p = r.join(rel);
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&p)
+                .map_err(|e| format!("{}: {e}", p.display()))?;
+            f.write_all(line.as_bytes()).map_err(|e| e.to_string())
+        };
+        // The devcontainer base images' user: vscode, uid and gid 1000, a
+        // home, a login shell, no password.
+        append("etc/passwd", "vscode:x:1000:1000::/home/vscode:/bin/bash\n")?;
+        append("etc/group", "vscode:x:1000:\n")?;
+        append("etc/shadow", "vscode:*:19000:0:99999:7:::\n")?;
+        std::fs::create_dir_all(r.join("home/vscode")).map_err(|e| e.to_string())?;
+        chown_tree(&r.join("home/vscode"), 1000);
+        let _ = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "rm -f {}/var/cache/apt/archives/*.deb",
+                r.display()
+            ))
+            .status();
+        let pack = |dst: &Path| -> Result<(), String> {
+            let tmp = dst.with_extension(format!("tar.{}", std::process::id()));
+            sh(
+                Command::new("tar")
+                    .arg("-C")
+                    .arg(r)
+                    .arg("-cf")
+                    .arg(&tmp)
+                    .arg("."),
+                "tar",
+                Duration::from_secs(300),
+            )?;
+            std::fs::rename(&tmp, dst).map_err(|e| format!("rename {}: {e}", tmp.display()))
+        };
+        pack(&plain)?;
+        let s = r.join("etc/sudoers.d/vscode");
+        std::fs::write(&s, SUDOERS_LINE).map_err(|e| e.to_string())?;
+        std::fs::set_permissions(&s, std::os::unix::fs::PermissionsExt::from_mode(0o440))
+            .map_err(|e| e.to_string())?;
+        pack(&sudo)?;
+        Ok((plain, sudo))
+    })
+    .clone()
+}
+
+/// The image's tag in this engine, imported from the cached tarball when
+/// the engine does not have it yet.
+fn devc_image(e: &Engine, sudo: bool) -> Result<String, String> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let _one = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let t = tag(sudo);
+    if e.image_exists(&t) {
+        return Ok(t);
+    }
+    let (plain, with_sudo) = devc_tars()?;
+    let tar = if sudo { with_sudo } else { plain };
+    sh(
+        e.cmd().arg("import").arg(&tar).arg(&t),
+        &format!("{} import", e.name),
+        Duration::from_secs(300),
+    )?;
+    Ok(t)
+}
+
+/// Gate for a devcontainer case: the engine and the image, or a visible SKIP.
+fn devc_setup(e: &Engine, test: &str, sudo: bool) -> Option<String> {
+    if !e.ready(test) {
+        return None;
+    }
+    match devc_image(e, sudo) {
+        Ok(t) => Some(t),
+        Err(why) if why.contains("debootstrap is missing") => {
+            skip_or_fail(test, &why);
+            None
+        }
+        Err(why) => panic!("{test}: building the devcontainer image failed: {why}"),
+    }
+}
+
+/// A workspace holding the shipped binary at tools/selfprobe, as the
+/// README's devcontainer usage keeps it.
+fn workspace_with_probe() -> TempPath {
+    let ws = TempPath::dir("devws").unwrap();
+    std::fs::create_dir(ws.path.join("tools")).unwrap();
+    std::fs::copy(shipped::bin(), ws.path.join("tools/selfprobe")).unwrap();
+    std::fs::set_permissions(
+        ws.path.join("tools/selfprobe"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    ws
+}
+
+fn devc_probe(e: &Engine, image: &str, extra: &[&str]) -> Probed {
+    let ws = workspace_with_probe();
+    let mut flags: Vec<String> = vec![
+        "--network".into(),
+        "none".into(),
+        "--user".into(),
+        "1000:1000".into(),
+        "-v".into(),
+        format!("{}:/workspace:ro", ws.arg()),
+    ];
+    flags.extend(extra.iter().map(|s| s.to_string()));
+    probe_formats(
+        e,
+        &flags,
+        image,
+        "/workspace/tools/selfprobe",
+        &["--workspace", "/workspace"],
+        &["json"],
+    )
+}
+
+fn fail_with(p: &Probed, bad: &[String]) {
+    if !bad.is_empty() {
+        panic!(
+            "{}\n{} failed expectation(s):\n  - {}\nexit {}; findings:\n{}",
+            p.what,
+            bad.len(),
+            bad.join("\n  - "),
+            p.code,
+            p.listing()
+        );
+    }
+}
+
+fn passwordless_sudo_case(e: &Engine, test: &str) {
+    let Some(sudo_img) = devc_setup(e, test, true) else {
+        return;
+    };
+    let p = devc_probe(e, &sudo_img, &[]);
+    let mut bad = Vec::new();
+    match p.find("priv.passwordless-root", "sudo") {
+        None => bad.push("no priv.passwordless-root for sudo".into()),
+        Some(f) => {
+            let ev = &f["evidence"];
+            for (ptr, want) in [
+                ("/severity", json!("high")),
+                ("/evidence/sources", json!(["sudo -n -l"])),
+                ("/evidence/sudo_listing", json!("listed")),
+                ("/evidence/rules/0/all_commands", json!(true)),
+                ("/evidence/rules/0/runas", json!("root")),
+                ("/evidence/boundary/kind", json!("host-root")),
+                ("/evidence/user", json!("vscode")),
+            ] {
+                if f.pointer(ptr) != Some(&want) {
+                    bad.push(format!("{ptr} is {:?} (want {want})", f.pointer(ptr)));
+                }
+            }
+            let _ = ev;
+        }
+    }
+    let inv = &p.json["inventory"]["rootpaths"]["sudo"];
+    if !inv["files_unreadable"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|x| x == "/etc/sudoers"))
+    {
+        bad.push(format!(
+            "the 0440 sudoers is not noted as unreadable: {inv}"
+        ));
+    }
+    match p.find("priv.setuid-binaries", "setuid") {
+        Some(f) => {
+            for n in ["sudo", "su", "mount"] {
+                if !f["evidence"]["notable"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|x| x == n)
+                {
+                    bad.push(format!(
+                        "setuid {n} not named: {}",
+                        f["evidence"]["notable"]
+                    ));
+                }
+            }
+        }
+        None => bad.push("no priv.setuid-binaries".into()),
+    }
+    if p.code != 1 {
+        bad.push(format!("exit {} (want 1)", p.code));
+    }
+    fail_with(&p, &bad);
+
+    // no_new_privs keeps sudo from becoming root: no path, nothing setuid.
+    let p = devc_probe(e, &sudo_img, &["--security-opt", "no-new-privileges"]);
+    let mut bad = Vec::new();
+    if p.has_code("priv.passwordless-root") || p.has_code("priv.setuid-binaries") {
+        bad.push("a path to root under no_new_privs".into());
+    }
+    let l = &p.json["inventory"]["rootpaths"]["sudo"]["listing"];
+    if l != "no-new-privs" {
+        bad.push(format!("sudo listing {l} (want no-new-privs)"));
+    }
+    fail_with(&p, &bad);
+}
+
+fn plain_image_case(e: &Engine, test: &str) {
+    let Some(img) = devc_setup(e, test, false) else {
+        return;
+    };
+    let p = devc_probe(e, &img, &[]);
+    let mut bad = Vec::new();
+    if p.has_code("priv.passwordless-root") {
+        bad.push("priv.passwordless-root without a sudoers rule".into());
+    }
+    let l = &p.json["inventory"]["rootpaths"]["sudo"]["listing"];
+    if l != "password-required" && l != "not-allowed" {
+        bad.push(format!("sudo listing {l} (want password-required)"));
+    }
+    let high: Vec<String> = p
+        .findings()
+        .iter()
+        .filter(|f| f["severity"] == "high" || f["severity"] == "critical")
+        .map(|f| format!("{} {}", f["code"], f["subject"]))
+        .collect();
+    if !high.is_empty() || p.code != 0 {
+        bad.push(format!(
+            "exit {}, high findings {high:?} (want 0, none)",
+            p.code
+        ));
+    }
+    fail_with(&p, &bad);
+}
+
+#[test]
+fn devcontainer_user_with_passwordless_sudo_podman() {
+    passwordless_sudo_case(
+        &podman_engine(),
+        "devcontainer_user_with_passwordless_sudo_podman",
+    );
+}
+
+#[test]
+fn devcontainer_user_with_passwordless_sudo_docker() {
+    passwordless_sudo_case(
+        &docker_engine(),
+        "devcontainer_user_with_passwordless_sudo_docker",
+    );
+}
+
+#[test]
+fn devcontainer_image_without_the_sudoers_line_is_clean_podman() {
+    plain_image_case(
+        &podman_engine(),
+        "devcontainer_image_without_the_sudoers_line_is_clean_podman",
+    );
+}
+
+#[test]
+fn devcontainer_image_without_the_sudoers_line_is_clean_docker() {
+    plain_image_case(
+        &docker_engine(),
+        "devcontainer_image_without_the_sudoers_line_is_clean_docker",
+    );
+}
+
+/// In a user namespace where uid 0 is host uid 100000 (what a rootless
+/// engine gives), the same sudo rule ranks lower and the finding says why.
+#[test]
+fn passwordless_sudo_in_a_user_namespace_ranks_lower_podman() {
+    let test = "passwordless_sudo_in_a_user_namespace_ranks_lower_podman";
+    let e = podman_engine();
+    let Some(img) = devc_setup(&e, test, true) else {
+        return;
+    };
+    let p = devc_probe(
+        &e,
+        &img,
+        &["--uidmap", "0:100000:65536", "--gidmap", "0:100000:65536"],
+    );
+    let mut bad = Vec::new();
+    match p.find("priv.passwordless-root", "sudo") {
+        Some(f) => {
+            if f["severity"] != "medium" {
+                bad.push(format!("severity {} (want medium)", f["severity"]));
+            }
+            if !f["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("host uid 100000")
+            {
+                bad.push(format!("the message does not say why: {}", f["message"]));
+            }
+        }
+        None => bad.push("no priv.passwordless-root for sudo".into()),
+    }
+    fail_with(&p, &bad);
+}
+
+// ---------------------------------------------------------------------------
+// The Dev Containers CLI.
+
+fn devcontainer_cli() -> bool {
+    Command::new("devcontainer")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Removes the containers the Dev Containers CLI made for a folder.
+struct DevcFolder<'a> {
+    dir: TempPath,
+    engine: &'a Engine,
+}
+
+impl Drop for DevcFolder<'_> {
+    fn drop(&mut self) {
+        let label = format!("label=devcontainer.local_folder={}", self.dir.arg());
+        if let Ok(o) = self
+            .engine
+            .cmd()
+            .args(["ps", "-aq", "--filter", &label])
+            .output()
+        {
+            for id in String::from_utf8_lossy(&o.stdout).split_whitespace() {
+                let _ = self.engine.cmd().args(["rm", "-f", id]).output();
+            }
+        }
+    }
+}
+
+fn devcontainer_up(e: &Engine, image: &str) -> (bool, String) {
+    // With a non-root remoteUser the CLI gives podman --userns=keep-id,
+    // which rootful podman refuses, unless runArgs map the ids themselves:
+    // an identity map keeps uid 0 host uid 0, as rootful Docker has it.
+    let run_args = if e.name == "podman" {
+        r#""--uidmap", "0:0:4294967295", "--gidmap", "0:0:4294967295", "--network", "none""#
+    } else {
+        r#""--network", "none""#
+    };
+    let ws = workspace_with_probe();
+    let folder = DevcFolder { dir: ws, engine: e };
+    std::fs::create_dir(folder.dir.path.join(".devcontainer")).unwrap();
+    std::fs::write(
+        folder.dir.path.join(".devcontainer/devcontainer.json"),
+        format!(
+            r#"{{
+  "image": "{image}",
+  "remoteUser": "vscode",
+  "updateRemoteUserUID": false,
+  "runArgs": [{run_args}],
+  "postCreateCommand": "${{containerWorkspaceFolder}}/tools/selfprobe --workspace ${{containerWorkspaceFolder}}"
+}}"#
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new("devcontainer");
+    cmd.args(["up", "--docker-path", e.name, "--workspace-folder"])
+        .arg(&folder.dir.path)
+        .env("CONTAINERS_CONF", podman::conf());
+    let out =
+        run_bounded(cmd, Duration::from_secs(300), None).unwrap_or_else(|err| panic!("{err}"));
+    let ok = out
+        .stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<Value>(l).ok())
+        .is_some_and(|v| v["outcome"] == "success");
+    (ok, format!("{}\n{}", out.stdout, out.stderr))
+}
+
+fn devcontainer_case(e: &Engine, test: &str) {
+    if !devcontainer_cli() {
+        skip_or_fail(test, "the Dev Containers CLI is missing (npm install -g @devcontainers/cli; .ci/run does it)");
+        return;
+    }
+    let Some(sudo_img) = devc_setup(e, test, true) else {
+        return;
+    };
+    let Some(plain_img) = devc_setup(e, test, false) else {
+        return;
+    };
+    let (ok, log) = devcontainer_up(e, &sudo_img);
+    assert!(
+        !ok,
+        "passwordless sudo for remoteUser vscode must fail postCreateCommand:\n{log}"
+    );
+    assert!(
+        log.contains("priv.passwordless-root") && log.contains("sudo lets vscode"),
+        "the finding is in the creation log:\n{log}"
+    );
+    let (ok, log) = devcontainer_up(e, &plain_img);
+    assert!(ok, "the same image without the sudoers line passes:\n{log}");
+    assert!(!log.contains("priv.passwordless-root"), "{log}");
+}
+
+#[test]
+fn devcontainer_post_create_fails_on_passwordless_sudo_podman() {
+    devcontainer_case(
+        &podman_engine(),
+        "devcontainer_post_create_fails_on_passwordless_sudo_podman",
+    );
+}
+
+#[test]
+fn devcontainer_post_create_fails_on_passwordless_sudo_docker() {
+    devcontainer_case(
+        &docker_engine(),
+        "devcontainer_post_create_fails_on_passwordless_sudo_docker",
+    );
+}
+
+// ---------------------------------------------------------------------------
+// A home with every agent's credentials, mounted in.
+
+fn agent_home_case(e: &Engine, test: &str, image: &str, probe: &str, extra: &[String]) {
+    let mut c = Canaries::default();
+    let home = TempPath::dir("agenthome").unwrap();
+    let expects = agent_home(&home.path, &mut c);
+    chown_tree(&home.path, 1000);
+    let ws = TempPath::dir("agentws").unwrap();
+    workspace_mcp(&ws.path, &mut c);
+    chown_tree(&ws.path, 1000);
+    let mut flags: Vec<String> = vec![
+        "--network".into(),
+        "none".into(),
+        "--user".into(),
+        "1000:1000".into(),
+        "-v".into(),
+        format!("{}:/home/dev:ro", home.arg()),
+        "-v".into(),
+        format!("{}:/workspace:ro", ws.arg()),
+    ];
+    flags.extend(extra.iter().cloned());
+    let p = probe_formats(
+        e,
+        &flags,
+        image,
+        probe,
+        &["--workspace", "/workspace"],
+        &["json", "text", "sarif", "junit"],
+    );
+    let mut bad = check_agent_home(&p.json, "/home/dev", &expects);
+    match p.find("mcp.secret-in-config", "/workspace/.mcp.json github") {
+        Some(f) if f["evidence"]["secrets"][0]["field"] == "env GITHUB_PERSONAL_ACCESS_TOKEN" => {}
+        other => bad.push(format!("the .mcp.json literal token: {other:?}")),
+    }
+    let servers = p.json["inventory"]["secrets"]["mcp"]["servers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if !servers.iter().any(|s| {
+        s["name"] == "github"
+            && s["env"] == json!(["GITHUB_PERSONAL_ACCESS_TOKEN"])
+            && s["command"] == "npx"
+    }) {
+        bad.push(format!(
+            "the github server is not in the inventory: {servers:?}"
+        ));
+    }
+    if p.code != 1 {
+        bad.push(format!("exit {} (want 1)", p.code));
+    }
+    let text = &p.outputs.iter().find(|(w, _)| w == "text").unwrap().1;
+    if !text.contains("MCP servers (") || !text.contains("expires in") {
+        bad.push("the text report shows neither the MCP servers nor the expiries".into());
+    }
+    fail_with(&p, &bad);
+    c.assert_absent(&p.outputs);
+    let _ = test;
+}
+
+#[test]
+fn agent_credentials_in_a_mounted_home_podman() {
+    let test = "agent_credentials_in_a_mounted_home_podman";
+    let Some(img) = podman::setup(test) else {
+        return;
+    };
+    agent_home_case(&podman_engine(), test, img, podman::IN_IMAGE, &[]);
+}
+
+#[test]
+fn agent_credentials_in_a_mounted_home_docker() {
+    let test = "agent_credentials_in_a_mounted_home_docker";
+    let e = docker_engine();
+    // Docker has no image of selfprobe's own: the devcontainer-style one,
+    // with the shipped binary bind-mounted read-only.
+    let Some(img) = devc_setup(&e, test, false) else {
+        return;
+    };
+    let mount = vec![
+        "-v".to_string(),
+        format!("{}:/opt/selfprobe/selfprobe:ro", shipped::bin_str()),
+    ];
+    agent_home_case(&e, test, &img, "/opt/selfprobe/selfprobe", &mount);
+}
+
+// ---------------------------------------------------------------------------
+// `sudo -n -l` itself: bounded, no prompt, a clean environment.
+
+/// A `sudo` of our own, root-owned and mode 0755 as the probe requires,
+/// bind-mounted over the image's PATH: one that hangs is killed at the
+/// deadline and the check is unknown, not a pass; one that reports what it
+/// got shows `-n -l`, stdin at EOF and an environment of PATH and LC_ALL.
+#[test]
+fn sudo_listing_is_bounded_promptless_and_clean_podman() {
+    let test = "sudo_listing_is_bounded_promptless_and_clean_podman";
+    let Some(img) = podman::setup(test) else {
+        return;
+    };
+    let e = podman_engine();
+    let dir = TempPath::dir("fakesudo").unwrap();
+    let script = |name: &str, body: &str| -> PathBuf {
+        let p = dir.path.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        p
+    };
+    let hang = script("hang", "sleep 30");
+    let tell = script(
+        "tell",
+        "read -r line; echo \"ARGS:$*|STDIN:$line|ENV:$(env | sort | tr '\\n' ' ')\"; exit 1",
+    );
+    let mut c = Canaries::default();
+    let canary = c.add("environment canary", 24);
+    let run = |fake: &Path| -> Probed {
+        let flags = vec![
+            "--network".to_string(),
+            "none".into(),
+            "--user".into(),
+            "1000:1000".into(),
+            "-e".into(),
+            format!("SELFPROBE_TEST_CANARY={canary}"),
+            "-v".into(),
+            format!("{}:/usr/local/bin/sudo:ro", fake.display()),
+        ];
+        probe_formats(&e, &flags, img, podman::IN_IMAGE, &[], &["json"])
+    };
+
+    let p = run(&hang);
+    let sudo = &p.json["inventory"]["rootpaths"]["sudo"];
+    let mut bad = Vec::new();
+    if sudo["listing"] != "timeout" {
+        bad.push(format!("listing {} (want timeout)", sudo["listing"]));
+    }
+    let ms = sudo["duration_ms"].as_u64().unwrap_or(0);
+    if !(1_900..4_000).contains(&ms) {
+        bad.push(format!("sudo ran {ms} ms: not killed at its 2 s deadline"));
+    }
+    match p.find("probe.incomplete", "rootpaths:sudo") {
+        Some(f) if f["status"] == "unknown" => {}
+        other => bad.push(format!("a hung sudo is not 'could not check': {other:?}")),
+    }
+    if p.has_code("priv.passwordless-root") {
+        bad.push("a finding from a sudo that never answered".into());
+    }
+    let rec = p.json["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "rootpaths")
+        .cloned()
+        .unwrap_or(Value::Null);
+    if rec["status"] != "ok" {
+        bad.push(format!("the rootpaths probe itself did not finish: {rec}"));
+    }
+    fail_with(&p, &bad);
+
+    let p = run(&tell);
+    let sudo = &p.json["inventory"]["rootpaths"]["sudo"];
+    let detail = sudo["listing_detail"].as_str().unwrap_or("");
+    let mut bad = Vec::new();
+    if sudo["listing"] != "failed" || !detail.starts_with("ARGS:-n -l|STDIN:|ENV:") {
+        bad.push(format!("sudo got other arguments or stdin: {sudo}"));
+    }
+    if !detail.contains("LC_ALL=C") || !detail.contains("PATH=") || detail.contains("HOME=") {
+        bad.push(format!(
+            "sudo's environment is not PATH and LC_ALL: {detail}"
+        ));
+    }
+    fail_with(&p, &bad);
+    c.assert_absent(&p.outputs);
+}

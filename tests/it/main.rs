@@ -22,6 +22,7 @@ mod helpers;
 mod hostile_fs;
 mod hostile_scale;
 mod network;
+mod quiet;
 mod repro_artifacts;
 mod secrets;
 mod secrets_hostile;

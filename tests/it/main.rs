@@ -13,6 +13,7 @@ mod containers_canary;
 mod containers_formats;
 mod containers_hostile;
 mod containers_network;
+mod containers_realistic;
 mod containers_secrets;
 mod containers_usage;
 mod deadline;

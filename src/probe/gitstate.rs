@@ -176,13 +176,26 @@ fn clean(s: &str) -> String {
     s.chars().filter(|c| !c.is_control()).take(200).collect()
 }
 
+/// `p` against `base`, with `.` and `..` taken out lexically (a worktree's
+/// commondir is `../..`).
 fn join_rel(base: &Path, p: &str) -> PathBuf {
     let p = Path::new(p.trim());
-    if p.is_absolute() {
+    let joined = if p.is_absolute() {
         p.to_path_buf()
     } else {
         base.join(p)
+    };
+    let mut out = PathBuf::from("/");
+    for c in joined.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::Normal(n) => out.push(n),
+            _ => {}
+        }
     }
+    out
 }
 
 /// The directory holding `.git` at or above `start`, and that `.git`.

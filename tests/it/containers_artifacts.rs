@@ -109,14 +109,27 @@ fn clean_container_scores_two_on_every_control_it_assesses() {
     let all = scores(&r);
     for (control, s) in &all {
         if let Some(s) = s {
-            if *s != 2 {
+            if *s != 2 && control != "repo-scope" {
                 score_is(&mut c, control, 2);
             }
         }
     }
+    // Repo scope's 2 needs a clean git repository and declared denied
+    // paths; this workspace is neither a repository nor fenced by a policy,
+    // and the reason says so instead of claiming the rubric's words.
+    score_is(&mut c, "repo-scope", 1);
+    let rs = r.json["scorecard"]["controls"][0]["reason"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    if !rs.contains("only /workspace (not a git repository) is mounted from the host")
+        || !rs.contains("no denied paths are declared")
+        || !rs.contains("2 needs")
+    {
+        c.fail(format!("repo-scope reason: {rs}"));
+    }
     // What this branch can assess must be assessed, not skipped.
     for control in [
-        "repo-scope",
         "engine-socket",
         "cache-policy",
         "browser-isolation",

@@ -124,7 +124,12 @@ pub fn proc_status(data: &[u8]) {
     // cap_last_cap comes from another file the container controls.
     for last in [None, Some(40), Some(63), Some(64), Some(u32::MAX)] {
         f.cap_last_cap = last;
-        let findings = privilege::evaluate(&f, &Policy::default(), &PrivilegedSignals::default());
+        let findings = privilege::evaluate(
+            &f,
+            &Policy::default(),
+            &PrivilegedSignals::default(),
+            &selfprobe::facts::boundary::decide(&Default::default()),
+        );
         // At most one finding per capability bit, plus the handful of
         // whole-process ones (privileged, seccomp, LSM, no_new_privs, userns).
         assert!(findings.len() <= 64 + 8, "{} findings", findings.len());

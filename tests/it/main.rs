@@ -5,6 +5,7 @@
 mod common;
 
 mod attest;
+mod boundary;
 mod cli;
 mod containers;
 mod containers_artifacts;
@@ -16,6 +17,7 @@ mod containers_network;
 mod containers_secrets;
 mod containers_usage;
 mod deadline;
+mod engines;
 mod fixtures;
 mod fuzz_regressions;
 mod helpers;

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 /// Every probe a run schedules (network only when asked).
 pub const PROBES: &[&str] = &[
+    "boundary",
     "mounts",
     "privilege",
     "namespaces",

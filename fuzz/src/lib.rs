@@ -13,6 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, UNIX_EPOCH};
 
 use base64ct::{Base64UrlUnpadded, Encoding};
+use selfprobe::facts::boundary::{self, Boundary, Inputs, Kind};
 use selfprobe::finding::Finding;
 use selfprobe::policy::Policy;
 use selfprobe::probe::network::resolve;
@@ -104,6 +105,20 @@ pub fn mountinfo(data: &[u8]) {
     if let Some((id, _)) = repro::mount_container_id(&roots) {
         assert!(is_hex64(&id), "container id {id:?}");
     }
+    boundary_of(Inputs {
+        mountinfo: Some(t.to_string()),
+        ..Inputs::default()
+    });
+}
+
+/// The boundary decided from hostile text: never a panic, and every piece
+/// of evidence short and printable.
+fn boundary_of(i: Inputs) {
+    let b = boundary::decide(&i);
+    for e in &b.evidence {
+        assert_printable("boundary evidence", &e.seen, 161);
+    }
+    let _ = boundary::evaluate(&b);
 }
 
 /// /proc/self/status for the privilege facts, /proc/PID/status for the
@@ -124,12 +139,19 @@ pub fn proc_status(data: &[u8]) {
     // cap_last_cap comes from another file the container controls.
     for last in [None, Some(40), Some(63), Some(64), Some(u32::MAX)] {
         f.cap_last_cap = last;
-        let findings = privilege::evaluate(
-            &f,
-            &Policy::default(),
-            &PrivilegedSignals::default(),
-            &selfprobe::facts::boundary::decide(&Default::default()),
-        );
+        let kinds = [
+            Kind::Container,
+            Kind::Sandbox,
+            Kind::VmContainer,
+            Kind::Host,
+        ];
+        let b = Boundary {
+            kind: kinds[(last.unwrap_or(0) % 4) as usize],
+            rootless: Some(last.is_some_and(|l| l % 2 == 1)),
+            ..Boundary::default()
+        };
+        let findings =
+            privilege::evaluate(&f, &Policy::default(), &PrivilegedSignals::default(), &b);
         // At most one finding per capability bit, plus the handful of
         // whole-process ones (privileged, seccomp, LSM, no_new_privs, userns).
         assert!(findings.len() <= 64 + 8, "{} findings", findings.len());
@@ -162,6 +184,10 @@ pub fn uid_map(data: &[u8]) {
         }
         Err(e) => assert!(e.starts_with("uid_map line"), "{e}"),
     }
+    boundary_of(Inputs {
+        uid_map: Some(t.to_string()),
+        ..Inputs::default()
+    });
 }
 
 /// /proc/self/cgroup, v1 (many hierarchies) or v2 (0::/path).
@@ -175,6 +201,11 @@ pub fn cgroup(data: &[u8]) {
             "engine {engine:?}"
         );
     }
+    boundary_of(Inputs {
+        cgroup: Some(t.to_string()),
+        ns: [("pid".to_string(), 4026532252u64)].into_iter().collect(),
+        ..Inputs::default()
+    });
 }
 
 /// /etc/os-release and /run/.containerenv.

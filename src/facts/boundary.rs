@@ -163,6 +163,9 @@ pub struct Inputs {
     pub mountinfo: Option<String>,
     pub uid_map: Option<String>,
     pub cgroup: Option<String>,
+    /// PID 1's program (argv[0] of /proc/1/cmdline; the arguments may hold
+    /// secrets and are never kept).
+    pub pid1_program: Option<String>,
     /// `container=` of this process's environment, then of PID 1's.
     pub container_env: Option<(String, String)>,
     pub kubernetes_env: bool,
@@ -241,6 +244,12 @@ impl Inputs {
             }
             Err(_) => None,
         };
+        i.pid1_program = read_regular(&host.path("/proc/1/cmdline"), 4096)
+            .ok()
+            .and_then(|b| {
+                let argv0 = b.split(|c| *c == 0).next()?;
+                (!argv0.is_empty()).then(|| short(&String::from_utf8_lossy(argv0), 80))
+            });
         i.version = text("/proc/version", &mut unread);
         i.osrelease = text("/proc/sys/kernel/osrelease", &mut unread);
         i.cmdline = text("/proc/cmdline", &mut unread);
@@ -517,6 +526,26 @@ pub fn decide(i: &Inputs) -> Boundary {
             "the container= variable engines set for systemd",
         );
         if let Some(flag) = what {
+            *flag = true;
+        }
+    }
+    if let Some(p) = &i.pid1_program {
+        let base = p.rsplit('/').next().unwrap_or(p);
+        let (means, flag) = match base {
+            "systemd" | "init" | "openrc-init" | "runit-init" => (
+                "PID 1 is an init system: a machine, or a system container",
+                None,
+            ),
+            "docker-init" => ("Docker's --init as PID 1", Some(&mut marks.docker)),
+            "catatonit" => ("podman's --init as PID 1", Some(&mut marks.podman)),
+            "pause" => (
+                "a Kubernetes pod's pause process as PID 1",
+                Some(&mut marks.kubernetes),
+            ),
+            _ => ("PID 1's program", None),
+        };
+        d.saw("kind", "/proc/1/cmdline", p, means);
+        if let Some(flag) = flag {
             *flag = true;
         }
     }
@@ -1166,6 +1195,18 @@ mod tests {
         let f = evaluate(&b);
         assert_eq!(f[0].code, "probe.incomplete");
         assert_eq!(f[0].evidence["probe"], "boundary");
+    }
+
+    #[test]
+    fn pid1_program_is_evidence_and_an_engine_hint() {
+        let i = Inputs {
+            ns: ns(PRIVATE),
+            pid1_program: Some("/usr/bin/catatonit".into()),
+            ..Inputs::default()
+        };
+        let b = decide(&i);
+        assert_eq!(b.engine, Engine::Podman);
+        assert!(b.evidence.iter().any(|e| e.source == "/proc/1/cmdline"));
     }
 
     #[test]

@@ -29,6 +29,10 @@ pub struct PrivFacts {
     pub gid: Vec<u32>,
     pub caps: CapSets,
     pub cap_last_cap: Option<u32>,
+    /// Capabilities are named up to this bit: cap_last_cap, else the
+    /// highest bit of the bounding set (see `last_cap`).
+    pub caps_named_to: u32,
+    pub caps_named_to_source: &'static str,
     pub no_new_privs: Option<bool>,
     pub seccomp: Option<u8>,
     pub seccomp_filters: Option<u32>,
@@ -113,6 +117,8 @@ pub fn collect(host: &Host) -> Result<PrivFacts, String> {
         .read("/proc/sys/kernel/cap_last_cap")
         .ok()
         .and_then(|t| t.trim().parse().ok());
+    f.caps_named_to = f.last_cap();
+    f.caps_named_to_source = f.last_cap_source();
     match host.read("/proc/self/uid_map") {
         Ok(t) => match parse_id_map(&t) {
             Ok(m) => f.uid_map = m,

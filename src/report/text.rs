@@ -92,6 +92,21 @@ pub fn render(r: &Report, color: bool, verbose: bool) -> String {
     if let Some(n) = &r.run.nonce {
         let _ = writeln!(o, "nonce {}", sanitize(n));
     }
+    // The boundary first: every finding below is about it.
+    if let Some(b) = &r.inventory.boundary {
+        let word = |v: serde_json::Value| v.as_str().unwrap_or("unknown").to_string();
+        let _ = writeln!(
+            o,
+            "boundary {}  engine {}  runtime {}  rootless {}  virtualized {}",
+            word(serde_json::to_value(b.kind).unwrap_or_default()),
+            word(serde_json::to_value(b.engine).unwrap_or_default()),
+            word(serde_json::to_value(b.runtime).unwrap_or_default()),
+            b.rootless
+                .map(|r| r.to_string())
+                .unwrap_or_else(|| "unknown".into()),
+            word(serde_json::to_value(b.virtualized).unwrap_or_default()),
+        );
+    }
     if !r.run.unfinished.is_empty() {
         let _ = writeln!(
             o,

@@ -6,6 +6,7 @@ mod common;
 
 mod agents;
 mod attest;
+mod boundary;
 mod captures;
 mod cli;
 mod codes;
@@ -22,6 +23,7 @@ mod containers_realistic;
 mod containers_secrets;
 mod containers_usage;
 mod deadline;
+mod engines;
 mod fixtures;
 mod fuzz_regressions;
 mod helpers;

@@ -68,6 +68,12 @@ impl Root {
         fs::write(p, content).unwrap();
     }
 
+    fn file_bytes(&self, rel: &str, content: &[u8]) {
+        let p = self.dir.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, content).unwrap();
+    }
+
     pub(crate) fn with_policy(&self, text: &str) -> &Root {
         fs::write(&self.policy, text).unwrap();
         self
@@ -105,9 +111,14 @@ impl Root {
             cmd.arg("--policy").arg(&self.policy);
         }
         cmd.args(args);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
+        // Under --root the tree's /proc/self/environ is the probes' whole
+        // environment (src/host.rs): the variables go there, and the file
+        // is rewritten for every run so one run's proxies stay its own.
+        let environ: Vec<u8> = env
+            .iter()
+            .flat_map(|(k, v)| format!("{k}={v}\0").into_bytes())
+            .collect();
+        self.file_bytes("proc/self/environ", &environ);
         let started = Instant::now();
         let out = cmd.output().expect("run selfprobe");
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();

@@ -8,7 +8,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::common::fixture::{data, Fixture, Run, BIN};
+use crate::common::fixture::{data, set_environ, Fixture, Run, BIN};
 use serde_json::Value;
 
 const DIGEST: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -41,21 +41,20 @@ fn run(f: &Fixture, args: &[&str], env: &[(&str, &str)]) -> Run {
     run_format(f, "json", args, env)
 }
 
-/// A clean environment, so the caller's CARGO_HOME or XDG_CACHE_HOME do
-/// not decide what the fixture contains.
+/// The tree's own environment (under --root the only one the probes see),
+/// so the caller's CARGO_HOME or XDG_CACHE_HOME never decide what the
+/// fixture contains; the command's is cleared as well.
 fn run_format(f: &Fixture, format: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut all = vec![("HOME", "/root"), ("PATH", "/usr/bin:/bin")];
+    all.extend_from_slice(env);
+    set_environ(&f.dir, &all);
     let mut cmd = Command::new(BIN);
     cmd.env_clear()
-        .env("HOME", "/root")
-        .env("PATH", "/usr/bin:/bin")
         .arg("--root")
         .arg(&f.dir)
         .arg("--format")
         .arg(format)
         .args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
     Run::from(cmd.output().unwrap())
 }
 

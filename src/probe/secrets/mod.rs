@@ -228,11 +228,6 @@ pub struct SecretFacts {
     pub search: SearchFacts,
     /// Candidate files left unchecked (MAX_CHECKS or the deadline).
     pub checks_truncated: bool,
-    /// Parts that could not be checked at all, as (part, why): a `--root`
-    /// tree without /proc/self/environ, or without /etc/passwd and homes.
-    /// Each is a probe.incomplete, so the control is not assessed.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub unchecked: Vec<(String, String)>,
     pub elapsed_us: u128,
 }
 
@@ -258,11 +253,9 @@ pub fn collect(
     let walk_deadline = started + left.mul_f32(0.7);
     let mut facts = SecretFacts::default();
 
-    let vars = env::own_environ(host).unwrap_or_else(|| {
-        let why = host.env().missing.clone().unwrap_or_default();
-        facts.unchecked.push(("environ".into(), why));
-        Vec::new()
-    });
+    // A --root tree without /proc/self/environ has no known environment:
+    // the scheduler reports secrets:environ as not checked (src/probe/mod.rs).
+    let vars = env::own_environ(host).unwrap_or_default();
     facts.env = env::scan(&vars);
     let mut other_socks = Vec::new();
     facts.processes = env::scan_processes(
@@ -276,13 +269,6 @@ pub fn collect(
     let idx = MountIndex::new(mounts);
     let passwd = Passwd::read(host, Path::new("/etc/passwd"));
     let homes = homes(host, &passwd, mounts, &vars);
-    if passwd.entries.is_empty() && homes.is_empty() {
-        facts.unchecked.push((
-            "homes".into(),
-            "no /etc/passwd and no home directory: whose credential files to look for is unknown"
-                .into(),
-        ));
-    }
     let mut search = Search::new(host, &idx, &passwd, walk_deadline, deadline);
     search.facts.homes = homes
         .iter()
@@ -1146,15 +1132,6 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
                 f.processes.scanned
             ),
         ));
-    }
-    for (part, why) in &f.unchecked {
-        out.push(
-            incomplete(
-                format!("secrets:{part}"),
-                format!("the secrets probe could not check {part}: {why}"),
-            )
-            .with("reason", why.clone()),
-        );
     }
     if f.checks_truncated {
         out.push(incomplete(

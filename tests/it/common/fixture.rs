@@ -102,6 +102,9 @@ impl Fixture {
             "Inter-|   Receive\n face |bytes\n    lo: 0 0\n  eth0: 398 5\n",
         );
         f.file("proc/1/comm", "selfprobe\n");
+        // Under --root the probes see this environment and no other
+        // (src/host.rs): a captured container has one.
+        f.file("proc/self/environ", BASE_ENVIRON);
         f.ns(PRIVATE_NS);
         f.dir("dev");
         f
@@ -134,21 +137,16 @@ impl Fixture {
         self.run_env(args, &[])
     }
 
+    /// Runs with `env` added to the tree's /proc/self/environ: under
+    /// --root that file is the only environment the probes see, so a
+    /// variable set on the command would change nothing.
     pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        if !env.is_empty() {
+            set_environ(&self.dir, env);
+        }
         let mut cmd = Command::new(BIN);
         cmd.arg("--root").arg(&self.dir).arg("--format").arg("json");
         cmd.args(args);
-        for v in [
-            "DOCKER_HOST",
-            "CONTAINER_HOST",
-            "BUILDKIT_HOST",
-            "CONTAINERD_ADDRESS",
-        ] {
-            cmd.env_remove(v);
-        }
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
         Run::from(cmd.output().unwrap())
     }
 }
@@ -221,6 +219,33 @@ impl Run {
             );
         }
     }
+}
+
+/// The environment a fixture container starts with.
+pub const BASE_ENVIRON: &str =
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\0HOME=/root\0";
+
+/// Sets `env` in the tree's /proc/self/environ (NUL-separated, as the
+/// kernel writes it), replacing variables of the same name and keeping the
+/// others.
+pub fn set_environ(root: &Path, env: &[(&str, &str)]) {
+    let p = root.join("proc/self/environ");
+    let old = fs::read(&p).unwrap_or_default();
+    let mut out: Vec<u8> = Vec::new();
+    for kv in old.split(|b| *b == 0).filter(|kv| !kv.is_empty()) {
+        let name = kv.split(|b| *b == b'=').next().unwrap_or_default();
+        if env.iter().any(|(k, _)| k.as_bytes() == name) {
+            continue;
+        }
+        out.extend_from_slice(kv);
+        out.push(0);
+    }
+    for (k, v) in env {
+        out.extend_from_slice(format!("{k}={v}").as_bytes());
+        out.push(0);
+    }
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(p, out).unwrap();
 }
 
 pub fn mountinfo_with(extra: &[&str]) -> String {

@@ -1,4 +1,5 @@
 pub mod canary;
+pub mod engines;
 pub mod fixture;
 pub mod keys;
 pub mod netserve;

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 /// Every probe a run schedules (network only when asked).
 pub const PROBES: &[&str] = &[
+    "boundary",
     "mounts",
     "privilege",
     "rootpaths",
@@ -44,4 +45,25 @@ pub fn records_complete(json: &Value) -> Vec<String> {
         }
     }
     bad
+}
+
+/// Whether `text` calls the workspace a container: "the container", "this
+/// container", "a container" (but not "a container engine" or "a container
+/// escape", which name a kind of thing), and any "container's". A finding
+/// on a host must say none of it.
+pub fn claims_a_container(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    let words: Vec<&str> = t
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.contains(&"container's")
+        || (0..words.len().saturating_sub(1)).any(|i| {
+            matches!(words[i], "the" | "this" | "a" | "privileged")
+                && words[i + 1] == "container"
+                && !matches!(
+                    words.get(i + 2).copied(),
+                    Some("engine" | "engines" | "escape" | "escapes")
+                )
+        })
 }

@@ -1,0 +1,571 @@
+//! The boundary from fixture trees (issue 12, DESIGN.md §11): trees built
+//! from real captures under tests/data/captures/boundary/<name>/ (each with
+//! a SOURCE saying where it was published and what it establishes), the
+//! hermetic --root (the tree's environment and no other), and no control
+//! scored 2 on data that was not there.
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::fixture::{data, set_environ, Fixture, Run, BIN, DATA, PRIVATE_NS};
+use crate::common::report::claims_a_container;
+
+fn capture(name: &str, file: &str) -> String {
+    let p = Path::new(DATA)
+        .join("captures/boundary")
+        .join(name)
+        .join(file);
+    fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn has_source(name: &str) {
+    let s = capture(name, "SOURCE")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        s.contains("https://") || s.contains("captured on this project's test machine"),
+        "{name}/SOURCE names no place of publication"
+    );
+}
+
+/// /proc/self/ns links from a capture's "name inode" lines.
+fn ns_links(f: &Fixture, lines: &str) {
+    let pairs: Vec<(String, u64)> = lines
+        .lines()
+        .filter_map(|l| {
+            let (n, i) = l.split_once(' ')?;
+            Some((n.to_string(), i.trim().parse().ok()?))
+        })
+        .collect();
+    let dir = f.path("proc/self/ns");
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    for (n, i) in pairs {
+        symlink(format!("{n}:[{i}]"), dir.join(&n)).unwrap();
+    }
+}
+
+/// `mount` output as the mountinfo lines it comes from (see the SOURCE
+/// files): ids and the device number made up, each file bind rooted at
+/// "/<container id>-<random>-<name>" as Kata names its shared files.
+fn mount_to_mountinfo(mount: &str) -> String {
+    let mut out = String::new();
+    for (i, l) in mount.lines().enumerate() {
+        let (src, rest) = l.split_once(" on ").unwrap();
+        let (mp, rest) = rest.split_once(" type ").unwrap();
+        let (fstype, opts) = rest.split_once(' ').unwrap();
+        let opts = opts.trim_matches(|c| c == '(' || c == ')');
+        let name = mp.rsplit('/').next().unwrap_or("");
+        let root = if mp == "/" {
+            "/".to_string()
+        } else {
+            format!(
+                "/c36d7e3aeb2c-{:016x}-{name}",
+                0x8123_7440_b172_6dabu64 + i as u64
+            )
+        };
+        out.push_str(&format!(
+            "{} 73 0:33 {root} {mp} {opts} - {fstype} {src} {opts}\n",
+            73 + i
+        ));
+    }
+    out
+}
+
+fn boundary(r: &Run) -> &Value {
+    &r.json["inventory"]["boundary"]
+}
+
+fn evidence_sources(r: &Run) -> Vec<String> {
+    boundary(r)["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["source"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+const INITIAL_NS: &str =
+    "pid 4026531836\nmnt 4026531832\nuser 4026531837\nnet 4026531833\nuts 4026531838\nipc 4026531839\ncgroup 4026531835\n";
+
+// ---------------------------------------------------------------------------
+// gVisor.
+
+#[test]
+fn gvisor_capture_is_a_sandbox_whose_findings_name_the_sentry() {
+    let name = "gvisor-debian-runsc";
+    has_source(name);
+    let f = Fixture::bare("gvisor");
+    f.file("proc/self/mountinfo", &capture(name, "mountinfo"));
+    f.file("proc/self/status", &capture(name, "status"));
+    f.file("proc/self/uid_map", &capture(name, "uid_map"));
+    f.file("proc/version", &capture(name, "version"));
+    f.file("proc/cmdline", &capture(name, "cmdline"));
+    f.file(
+        "proc/self/environ",
+        "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\0HOSTNAME=c3c796a78273\0HOME=/\0",
+    );
+    f.file(".dockerenv", "");
+    f.dir("dev");
+    ns_links(&f, &capture(name, "ns"));
+    let r = f.run(&[]);
+    let b = boundary(&r);
+    assert_eq!(b["kind"], "sandbox", "{b:#}");
+    assert_eq!(b["runtime"], "runsc");
+    assert_eq!(b["engine"], "docker");
+    assert_eq!(b["rootless"], false);
+    let srcs = evidence_sources(&r);
+    for s in ["/proc/version", "/proc/cmdline", "/proc/self/mountinfo"] {
+        assert!(
+            srcs.iter().any(|x| x == s),
+            "{s} not in the evidence: {srcs:?}"
+        );
+    }
+    let sc = r.find("priv.seccomp-disabled", "seccomp");
+    assert_eq!(sc["severity"], "low");
+    assert!(sc["message"].as_str().unwrap().contains("Sentry"), "{sc}");
+    let root = r.find("priv.root-in-sandbox", "uid 0");
+    assert_eq!(root["severity"], "low");
+    r.assert_absent(&["priv.root-without-userns", "boundary.none"]);
+    // The Sentry has no time, mnt, uts, ipc or cgroup links and no
+    // cap_last_cap: neither is "could not check".
+    assert!(
+        !r.pairs().iter().any(|(c, s)| c == "probe.incomplete"
+            && (s.starts_with("namespaces") || s.starts_with("privilege"))),
+        "{:#?}",
+        r.pairs()
+    );
+    // Capabilities up to the bounding set's highest bit (a80405fb: 31).
+    assert_eq!(r.json["inventory"]["privilege"]["caps_named_to"], 31);
+    for f in r.findings() {
+        let m = f["message"].as_str().unwrap_or("");
+        assert!(
+            !m.contains("reaches the host kernel") && !m.contains("root here is root on the host"),
+            "{}: {m}",
+            f["code"]
+        );
+        if f["code"] == "priv.capability" {
+            assert!(m.contains("Sentry"), "{m}");
+            assert!(f["evidence"]["number"].as_u64().unwrap() <= 31);
+        }
+    }
+}
+
+#[test]
+fn a_newer_gvisor_release_string_alone_makes_a_sandbox() {
+    let name = "gvisor-release-4.19";
+    has_source(name);
+    let f = Fixture::container("gvisor419", &data("plain.mountinfo"), &data("plain.status"));
+    f.file("proc/version", &capture(name, "version"));
+    f.file("proc/sys/kernel/osrelease", &capture(name, "osrelease"));
+    let r = f.run(&[]);
+    assert_eq!(boundary(&r)["kind"], "sandbox", "{:#}", boundary(&r));
+    // The same tree without the Sentry's strings is a plain container.
+    fs::remove_file(f.path("proc/version")).unwrap();
+    fs::remove_file(f.path("proc/sys/kernel/osrelease")).unwrap();
+    let r = f.run(&[]);
+    assert_eq!(boundary(&r)["kind"], "container");
+    assert_eq!(
+        r.find("priv.root-without-userns", "uid 0")["severity"],
+        "high"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Bare hosts.
+
+fn host_tree(tag: &str, mountinfo: &str) -> Fixture {
+    let f = Fixture::bare(tag);
+    f.file("proc/self/mountinfo", mountinfo);
+    // A root shell on the host: every capability, no seccomp.
+    f.file(
+        "proc/self/status",
+        "Name:\tsh\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nCapInh:\t0000000000000000\nCapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffff\nCapBnd:\t000001ffffffffff\nCapAmb:\t0000000000000000\nNoNewPrivs:\t0\nSeccomp:\t0\n",
+    );
+    f.file("proc/self/uid_map", "         0          0 4294967295\n");
+    f.file("proc/sys/kernel/cap_last_cap", "40\n");
+    f.file("proc/self/environ", "PATH=/usr/bin:/bin\0HOME=/root\0");
+    f.file("proc/1/comm", "init\n");
+    f.file(
+        "proc/net/dev",
+        "Inter-|   Receive\n face |bytes\n    lo: 0 0\n  eth0: 398 5\n",
+    );
+    f.dir("dev");
+    f
+}
+
+#[test]
+fn a_bare_host_capture_reports_boundary_none_and_no_container() {
+    let name = "host-openrc-netdata";
+    has_source(name);
+    let f = host_tree("host", &capture(name, "mountinfo"));
+    ns_links(&f, INITIAL_NS);
+    f.file("proc/2/status", "Name:\tkthreadd\nState:\tS (sleeping)\n");
+    let r = f.run(&[]);
+    let b = boundary(&r);
+    assert_eq!(b["kind"], "host", "{b:#}");
+    assert_eq!(b["engine"], "none");
+    assert_eq!(b["runtime"], "none");
+    let none = r.find("boundary.none", "boundary");
+    assert_eq!(none["severity"], "high");
+    assert_eq!(none["control"], "repo-scope");
+    assert!(none["evidence"]["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e.as_str().unwrap().contains("/proc/self/ns/pid")));
+    // /sys is read-write and every capability is held: in a container that
+    // is --privileged; on the machine itself there is no container to be.
+    r.assert_absent(&["priv.privileged", "priv.root-in-sandbox"]);
+    for f in r.findings() {
+        for field in ["message", "title"] {
+            let t = f[field].as_str().unwrap_or("");
+            assert!(!claims_a_container(t), "{} {field}: {t}", f["code"]);
+        }
+    }
+    let rootfs = r.find("write.rootfs", "/");
+    assert_eq!(rootfs["severity"], "medium");
+    assert!(rootfs["message"].as_str().unwrap().contains("machine"));
+    let sc = r.json["scorecard"]["controls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["control"] == "repo-scope")
+        .unwrap()
+        .clone();
+    assert_eq!(sc["score"], 0, "{sc}");
+}
+
+#[test]
+fn a_host_without_fixed_mount_namespace_numbers_is_told_by_pid1() {
+    let name = "host-dynamic-mnt-runc";
+    has_source(name);
+    let f = host_tree("hostmnt", &capture(name, "mountinfo"));
+    let mnt = capture(name, "ns");
+    ns_links(&f, &format!("pid 4026531836\n{mnt}"));
+    f.dir("proc/1/ns");
+    symlink(
+        format!("mnt:[{}]", capture(name, "pid1_mnt").trim()),
+        f.path("proc/1/ns/mnt"),
+    )
+    .unwrap();
+    let r = f.run(&[]);
+    assert_eq!(boundary(&r)["kind"], "host", "{:#}", boundary(&r));
+    assert!(evidence_sources(&r).iter().any(|s| s == "/proc/1/ns/mnt"));
+    assert!(r.has("boundary.none", "boundary"));
+    // PID 1 in another mount namespace, on an overlay root: a container
+    // that shares the host's PIDs (--pid=host), not the machine.
+    fs::remove_file(f.path("proc/1/ns/mnt")).unwrap();
+    symlink("mnt:[4026532700]", f.path("proc/1/ns/mnt")).unwrap();
+    f.file("proc/self/mountinfo", &data("plain.mountinfo"));
+    let r = f.run(&[]);
+    assert_eq!(boundary(&r)["kind"], "container", "{:#}", boundary(&r));
+    r.assert_absent(&["boundary.none"]);
+}
+
+// ---------------------------------------------------------------------------
+// Rootless engines.
+
+#[test]
+fn rootless_keep_id_map_is_rootless_and_ranks_capabilities_lower() {
+    let name = "rootless-podman-keep-id";
+    has_source(name);
+    let f = Fixture::container("keepid", &data("plain.mountinfo"), &data("plain.status"));
+    f.file("proc/self/uid_map", &capture(name, "uid_map"));
+    let mut ns: Vec<(&str, u64)> = PRIVATE_NS.to_vec();
+    ns.retain(|(n, _)| *n != "user");
+    ns.push(("user", 4026532600));
+    f.ns(&ns);
+    let r = f.run(&[]);
+    assert_eq!(boundary(&r)["rootless"], true, "{:#}", boundary(&r));
+    r.assert_absent(&["priv.root-without-userns", "priv.root-in-sandbox"]);
+    let dac = r.find("priv.capability", "CAP_DAC_OVERRIDE");
+    assert_eq!(dac["severity"], "low", "medium in a plain container");
+    assert!(dac["message"].as_str().unwrap().contains("user namespace"));
+    assert_eq!(r.code, 0, "nothing at high: {:#?}", r.pairs());
+}
+
+#[test]
+fn rootless_podman_capture_is_a_rootless_podman_container() {
+    let name = "rootless-podman-vfs";
+    has_source(name);
+    let f = Fixture::bare("rlvfs");
+    for (to, from) in [
+        ("proc/self/mountinfo", "mountinfo"),
+        ("proc/self/status", "status"),
+        ("proc/self/uid_map", "uid_map"),
+        ("proc/self/cgroup", "cgroup"),
+        ("run/.containerenv", "containerenv"),
+    ] {
+        f.file(to, &capture(name, from));
+    }
+    f.file(
+        "proc/self/environ",
+        "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\0container=podman\0HOME=/root\0",
+    );
+    f.file("proc/sys/kernel/cap_last_cap", "40\n");
+    f.dir("dev");
+    ns_links(&f, &capture(name, "ns"));
+    let r = f.run(&[]);
+    let b = boundary(&r);
+    assert_eq!(b["kind"], "container", "{b:#}");
+    assert_eq!(b["engine"], "podman");
+    assert_eq!(b["runtime"], "runc/crun");
+    assert_eq!(b["rootless"], true);
+    r.assert_absent(&["priv.root-without-userns", "boundary.none"]);
+    // The shared cgroup namespace of cgroup v1 is real: reported, and said
+    // to be the host's.
+    assert!(r.has("ns.host-cgroup", "cgroup"));
+}
+
+// ---------------------------------------------------------------------------
+// Kata.
+
+#[test]
+fn kata_virtiofs_pod_is_a_vm_container_naming_the_vms_kernel() {
+    let name = "kata-virtiofs-k8s";
+    has_source(name);
+    let mi = mount_to_mountinfo(&capture(name, "mount"));
+    let f = Fixture::container(
+        "kata",
+        &mi,
+        &data("plain.status").replace("Seccomp:\t2", "Seccomp:\t0"),
+    );
+    set_environ(&f.dir, &[("KUBERNETES_SERVICE_HOST", "10.96.0.1")]);
+    let r = f.run(&[]);
+    let b = boundary(&r);
+    assert_eq!(b["kind"], "vm-container", "{b:#}");
+    assert_eq!(b["runtime"], "kata");
+    let sc = r.find("priv.seccomp-disabled", "seccomp");
+    assert_eq!(sc["severity"], "low");
+    assert!(sc["message"].as_str().unwrap().contains("VM"), "{sc}");
+    let root = r.find("priv.root-in-sandbox", "uid 0");
+    assert!(root["message"].as_str().unwrap().contains("VM"));
+    r.assert_absent(&["priv.root-without-userns", "boundary.none"]);
+}
+
+#[test]
+fn a_kata_9p_root_is_a_vm_not_gvisor() {
+    let name = "kata-9p-docker";
+    has_source(name);
+    let mi = mount_to_mountinfo(&capture(name, "mount"));
+    let f = Fixture::container("kata9p", &mi, &data("plain.status"));
+    let r = f.run(&[]);
+    let b = boundary(&r);
+    assert_eq!(b["kind"], "vm-container", "{b:#}");
+    assert_ne!(b["runtime"], "runsc");
+}
+
+// ---------------------------------------------------------------------------
+// --root is hermetic, and nothing scores 2 on data that was not there.
+
+/// The report without what differs from run to run: times, the run id.
+fn normalized(mut v: Value) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                for k in [
+                    "duration_us",
+                    "duration_ms",
+                    "elapsed_us",
+                    "walk_us",
+                    "entries_per_s",
+                    "started",
+                    "finished",
+                ] {
+                    m.remove(k);
+                }
+                m.values_mut().for_each(strip);
+            }
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    if let Some(run) = v.get_mut("run").and_then(Value::as_object_mut) {
+        run.remove("id");
+    }
+    strip(&mut v);
+    v
+}
+
+fn differences(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for k in x.keys().chain(y.keys()) {
+                if x.get(k) != y.get(k) {
+                    differences(
+                        x.get(k).unwrap_or(&Value::Null),
+                        y.get(k).unwrap_or(&Value::Null),
+                        &format!("{path}.{k}"),
+                        out,
+                    );
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                differences(p, q, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ if a != b => out.push(format!("{path}: {a} vs {b}")),
+        _ => {}
+    }
+}
+
+fn json_run(f: &Fixture, env: &[(&str, &str)]) -> Value {
+    let mut cmd = Command::new(BIN);
+    cmd.env_clear().arg("--root").arg(&f.dir).args([
+        "--format",
+        "json",
+        "--workspace",
+        "/workspace",
+    ]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+#[test]
+fn a_root_run_reads_the_trees_environment_and_no_other() {
+    let f = Fixture::container("hermetic", &data("plain.mountinfo"), &data("plain.status"));
+    f.dir("workspace");
+    // What each variable below would find if the probes read it.
+    f.file("opt/elsewhere/.ssh/id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n");
+    f.dir("opt/cargo/registry");
+    f.dir("opt/xdg/pip");
+    f.file(
+        "proc/self/environ",
+        "PATH=/usr/bin:/bin\0HOME=/root\0GITLAB_TOKEN=glpat-aaaaaaaaaaaaaaaaaaaa\0",
+    );
+    let outside: &[(&str, &str)] = &[
+        ("HOME", "/opt/elsewhere"),
+        ("PATH", "/opt/evil/bin:/usr/bin"),
+        ("DOCKER_HOST", "tcp://127.0.0.1:2375"),
+        ("CONTAINER_HOST", "unix:///run/podman/podman.sock"),
+        ("HTTP_PROXY", "http://127.0.0.1:3128"),
+        ("HTTPS_PROXY", "http://127.0.0.1:3128"),
+        ("http_proxy", "http://127.0.0.1:3128"),
+        ("https_proxy", "http://127.0.0.1:3128"),
+        ("ALL_PROXY", "socks5://127.0.0.1:1080"),
+        ("NO_PROXY", "localhost"),
+        ("container", "docker"),
+        ("KUBERNETES_SERVICE_HOST", "10.96.0.1"),
+        ("SSL_CERT_DIR", "/opt/certs"),
+        ("CARGO_HOME", "/opt/cargo"),
+        ("XDG_CACHE_HOME", "/opt/xdg"),
+        ("SSH_AUTH_SOCK", "/tmp/agent.sock"),
+        ("GITHUB_TOKEN", "ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+    ];
+    let bare = normalized(json_run(&f, &[]));
+    let around = normalized(json_run(&f, outside));
+    let mut diff = Vec::new();
+    differences(&bare, &around, "", &mut diff);
+    assert!(
+        diff.is_empty(),
+        "the caller's environment changed the report:\n{}",
+        diff.join("\n")
+    );
+    // It can fail: the tree's own environment is read ...
+    let codes = |v: &Value| -> Vec<(String, String)> {
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["code"].as_str().unwrap().into(),
+                    f["subject"].as_str().unwrap().into(),
+                )
+            })
+            .collect()
+    };
+    assert!(codes(&bare).contains(&("secret.env".into(), "GITLAB_TOKEN".into())));
+    assert!(!codes(&bare).iter().any(|(c, _)| c == "engine.tcp-endpoint"));
+    assert!(bare["inventory"]["network"]["proxy"]["variables"]
+        .as_array()
+        .is_none_or(|v| v.is_empty()));
+    // ... and the same variables in it do change the report.
+    set_environ(&f.dir, outside);
+    let inside = normalized(json_run(&f, &[]));
+    let got = codes(&inside);
+    assert!(
+        got.contains(&("engine.tcp-endpoint".into(), "tcp://127.0.0.1:2375".into())),
+        "{got:?}"
+    );
+    assert!(got.contains(&("secret.env".into(), "GITHUB_TOKEN".into())));
+    assert!(
+        got.iter()
+            .any(|(c, s)| c == "secret.file" && s.starts_with("/opt/elsewhere/.ssh")),
+        "{got:?}"
+    );
+    assert!(!inside["inventory"]["network"]["proxy"]["variables"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+}
+
+fn control<'a>(r: &'a Run, key: &str) -> &'a Value {
+    r.json["scorecard"]["controls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["control"] == key)
+        .unwrap()
+}
+
+#[test]
+fn nothing_scores_two_on_an_empty_tree() {
+    let f = Fixture::bare("emptytree");
+    let r = f.run(&[]);
+    for c in r.json["scorecard"]["controls"].as_array().unwrap() {
+        assert_ne!(c["score"], 2, "{c}");
+    }
+    let sb = control(&r, "secret-boundary");
+    assert_eq!(sb["assessed"], false, "{sb}");
+    assert!(
+        sb["reason"].as_str().unwrap().contains("secrets:environ"),
+        "{sb}"
+    );
+    for p in ["secrets", "sockets", "caches"] {
+        let i = r.find("probe.incomplete", &format!("{p}:environ"));
+        assert_eq!(i["status"], "unknown");
+        assert_eq!(i["evidence"]["probe"], p);
+    }
+    // The boundary cannot be told either: repo scope is not assessed.
+    assert_eq!(r.find("probe.incomplete", "boundary")["status"], "unknown");
+    assert_eq!(control(&r, "repo-scope")["assessed"], false);
+}
+
+#[test]
+fn a_tree_without_environ_is_not_assessed_where_with_one_it_scores_two() {
+    let f = Fixture::container("noenviron", &data("plain.mountinfo"), &data("plain.status"));
+    f.file("etc/passwd", "root:x:0:0:root:/root:/bin/sh\n");
+    f.dir("root");
+    let r = f.run(&[]);
+    assert_eq!(
+        control(&r, "secret-boundary")["score"],
+        2,
+        "{}",
+        control(&r, "secret-boundary")
+    );
+    assert_eq!(
+        control(&r, "engine-socket")["score"],
+        0,
+        "root without userns"
+    );
+    fs::remove_file(f.path("proc/self/environ")).unwrap();
+    let r = f.run(&[]);
+    let sb = control(&r, "secret-boundary");
+    assert_eq!(sb["assessed"], false, "{sb}");
+    assert_eq!(control(&r, "cache-policy")["assessed"], false);
+    // 0 stays certain: what was seen without the environment still counts.
+    assert_eq!(control(&r, "engine-socket")["score"], 0);
+}

@@ -501,6 +501,11 @@ pub fn decide(i: &Inputs) -> Boundary {
                 &mut marks.containers_storage,
             );
         }
+        // A cgroup mount's root names the container's scope (crio-<id>):
+        // containers/storage alone cannot tell CRI-O from podman.
+        if r.contains("/crio-") {
+            hit("a CRI-O container's cgroup root", &mut marks.crio);
+        }
         if r.contains("/io.containerd.") || r.contains("/containerd/") {
             hit("a file of containerd's state", &mut marks.containerd);
         }

@@ -415,12 +415,15 @@ pub fn run_all(fx: &Fixture, args: &[&str], env: &[(&str, &str)]) -> (Run, Vec<(
         ("json".to_string(), r.stdout.clone()),
         ("json stderr".to_string(), r.stderr.clone()),
     ];
-    for format in ["text", "sarif", "junit"] {
+    // The text report groups a code's findings; --verbose shows each
+    // finding's own message (an expiry, the agent).
+    for format in ["text", "text-verbose", "sarif", "junit"] {
         let mut cmd = Command::new(BIN);
-        cmd.arg("--root")
-            .arg(&fx.dir)
-            .args(args)
-            .args(["--format", format]);
+        cmd.arg("--root").arg(&fx.dir).args(args);
+        match format.split_once('-') {
+            Some((f, _)) => cmd.args(["--format", f, "--verbose"]),
+            None => cmd.args(["--format", format]),
+        };
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -459,7 +462,7 @@ fn every_agent_credential_file_in_a_home() {
     let bad = check_agent_home(&r.json, "/home/dev", &expects);
     assert!(bad.is_empty(), "{}\n{:#?}", bad.join("\n"), r.pairs());
     c.assert_absent(&outs);
-    let text = text_of(&outs, "text");
+    let text = text_of(&outs, "text-verbose");
     assert!(text.contains("expires in"), "{text}");
     assert!(text.contains("of Claude Code"), "{text}");
     assert!(

@@ -28,7 +28,9 @@ fn code_literals(text: &str, families: &BTreeSet<String>) -> Vec<String> {
         let Some(end) = rest.find('"') else { break };
         let lit = &rest[..end];
         if let Some((fam, name)) = lit.split_once('.') {
+            // A prefix such as "secret.token-" (starts_with) is not a code.
             let shaped = !name.is_empty()
+                && !name.ends_with('-')
                 && name
                     .bytes()
                     .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')

@@ -731,8 +731,10 @@ fn agent_home_case(e: &Engine, test: &str, image: &str, probe: &str, extra: &[St
         bad.push(format!("exit {} (want 1)", p.code));
     }
     let text = &p.outputs.iter().find(|(w, _)| w == "text").unwrap().1;
-    if !text.contains("MCP servers (") || !text.contains("expires in") {
-        bad.push("the text report shows neither the MCP servers nor the expiries".into());
+    // The expiries are in the JSON (check_agent_home); the default text
+    // report groups a code's findings, so only --verbose repeats them.
+    if !text.contains("MCP servers (") {
+        bad.push("the text report does not show the MCP servers".into());
     }
     fail_with(&p, &bad);
     c.assert_absent(&p.outputs);

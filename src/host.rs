@@ -24,6 +24,10 @@ pub struct Host {
     started_at: Instant,
     deadline: Instant,
     env: Arc<Environ>,
+    /// Why /proc cannot be believed, when it cannot: in a live run, a
+    /// directory or another filesystem mounted over /proc would hand the
+    /// probes whatever status, mountinfo and environ its maker chose.
+    proc_untrusted: Option<String>,
 }
 
 /// The largest /proc/PID/environ read: the kernel caps argv plus envp at a
@@ -129,12 +133,31 @@ impl Host {
         } else {
             Environ::of_tree(&root)
         };
+        // A fixture tree's proc/ is a plain directory by design (--root).
+        let proc_untrusted = (root == Path::new("/"))
+            .then(|| procfs_problem(Path::new("/proc")))
+            .flatten();
         Host {
             root,
             started: SystemTime::now(),
             started_at,
             deadline: started_at + timeout,
             env: Arc::new(env),
+            proc_untrusted,
+        }
+    }
+
+    /// Why /proc is not believed (it is not procfs), if it is not.
+    pub fn proc_untrusted(&self) -> Option<&str> {
+        self.proc_untrusted.as_deref()
+    }
+
+    /// Refuses a read under /proc when /proc is not procfs: the probes that
+    /// read it then fail with the reason and report probe.incomplete.
+    fn check_proc(&self, p: &Path) -> io::Result<()> {
+        match &self.proc_untrusted {
+            Some(why) if p.starts_with("/proc") => Err(io::Error::other(why.clone())),
+            _ => Ok(()),
         }
     }
 
@@ -172,11 +195,13 @@ impl Host {
     /// Reads a small text file without ever blocking on a FIFO or device:
     /// the open is non-blocking and anything but a regular file is refused.
     pub fn read(&self, p: impl AsRef<Path>) -> io::Result<String> {
+        self.check_proc(p.as_ref())?;
         let bytes = read_regular(&self.path(p), MAX_READ)?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     pub fn read_link(&self, p: impl AsRef<Path>) -> io::Result<PathBuf> {
+        self.check_proc(p.as_ref())?;
         std::fs::read_link(self.path(p))
     }
 
@@ -211,6 +236,22 @@ impl Host {
     /// The earlier of the run's deadline and `budget` from now.
     pub fn deadline_within(&self, budget: Duration) -> Instant {
         std::cmp::min(self.deadline, Instant::now() + budget)
+    }
+}
+
+/// Why `dir` is not a procfs mount (statfs f_type against
+/// PROC_SUPER_MAGIC), or None when it is.
+pub fn procfs_problem(dir: &Path) -> Option<String> {
+    use nix::sys::statfs::{statfs, PROC_SUPER_MAGIC};
+    match statfs(dir) {
+        Ok(s) if s.filesystem_type() == PROC_SUPER_MAGIC => None,
+        Ok(s) => Some(format!(
+            "{} is not procfs (statfs f_type {:#x}, expected {:#x}): its contents are not the kernel's and are not believed",
+            dir.display(),
+            s.filesystem_type().0,
+            PROC_SUPER_MAGIC.0
+        )),
+        Err(e) => Some(format!("{}: statfs failed ({e}): procfs not confirmed", dir.display())),
     }
 }
 

@@ -1,4 +1,6 @@
-//! Thin: parse the command line, run, print, map to an exit code.
+//! Thin: parse the command line, run, write, map to an exit code. Every
+//! command returns `Result<Exit, Failure>`; `finish` is the one place that
+//! prints an error and picks the code.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -7,35 +9,64 @@ use std::sync::Arc;
 use clap::Parser;
 use zeroize::Zeroizing;
 
-use selfprobe::attest::{self, keys, verify, SigningInfo};
+use selfprobe::attest::{self, keys, verify};
 use selfprobe::cli::{CanaryAction, Cli, Command, Format, PubkeyArgs, RunArgs, VerifyArgs};
 use selfprobe::host::{self, Cleanup};
-use selfprobe::report::{self, EXIT_FINDINGS, EXIT_PROBE_FAILED, EXIT_USAGE};
+use selfprobe::model::Exit;
+use selfprobe::report;
+use selfprobe::util::sanitize;
+
+/// What ended a command early: the code, and the message for stderr (None
+/// for a closed pipe: the reader left, and there is nobody to tell).
+struct Failure {
+    code: Exit,
+    message: Option<String>,
+}
+
+impl Failure {
+    fn usage(m: impl std::fmt::Display) -> Failure {
+        Failure {
+            code: Exit::Usage,
+            message: Some(m.to_string()),
+        }
+    }
+
+    fn failed(m: impl std::fmt::Display) -> Failure {
+        Failure {
+            code: Exit::ProbeFailed,
+            message: Some(m.to_string()),
+        }
+    }
+
+    /// Names what was being done (`--attest: cannot write …`).
+    fn within(mut self, what: &str) -> Failure {
+        self.message = self.message.map(|m| format!("{what}: {m}"));
+        self
+    }
+}
 
 fn main() -> ExitCode {
     // First, while this is the only thread: take the signing key out of the
     // environment (and out of /proc/self/environ), so no probe, child
     // process or other reader of the environment ever sees it.
     let env_key = keys::take_env_key();
-    // Probe threads report panics as data (probe.incomplete, exit 3); the
-    // default hook would print to stderr from inside a probe.
-    std::panic::set_hook(Box::new(|_| {}));
-    let cli = Cli::parse();
-    let code = match cli.command {
-        Some(Command::ListChecks) => {
-            print!("{}", report::catalog::list_checks());
-            0
+    // Probe and worker threads report a panic as data (probe.incomplete,
+    // exit 3): silence those, and only those. A panic on the main thread is
+    // a bug and keeps Rust's message (and exit 101).
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().name() == Some("main") {
+            default_hook(info);
         }
-        Some(Command::Explain { code }) => match report::catalog::explain(&code) {
-            Ok(t) => {
-                print!("{t}");
-                0
-            }
-            Err(e) => {
-                eprintln!("selfprobe: {e}");
-                EXIT_USAGE
-            }
-        },
+    }));
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Command::ListChecks) => {
+            emit(&report::catalog::list_checks(), Exit::Clean).map(|()| Exit::Clean)
+        }
+        Some(Command::Explain { code }) => report::catalog::explain(&code)
+            .map_err(Failure::usage)
+            .and_then(|t| emit(&t, Exit::Clean).map(|()| Exit::Clean)),
         Some(Command::Verify(args)) => verify(args),
         Some(Command::Pubkey(args)) => pubkey(args, env_key),
         Some(Command::Run(args)) => run(args, env_key),
@@ -44,133 +75,137 @@ fn main() -> ExitCode {
         }) => plant(args, env_key),
         None => run(cli.run, env_key),
     };
-    ExitCode::from(code as u8)
+    finish(result)
+}
+
+/// The one error path: the message (sanitised: it may echo a path or a
+/// policy value) to stderr, then the code.
+fn finish(result: Result<Exit, Failure>) -> ExitCode {
+    match result {
+        Ok(code) => code.into(),
+        Err(f) => {
+            if let Some(m) = f.message {
+                let _ = writeln!(std::io::stderr(), "selfprobe: {}", sanitize::escape(&m));
+            }
+            f.code.into()
+        }
+    }
+}
+
+/// A note on stderr that does not end the command.
+fn warn(m: &str) {
+    let _ = writeln!(std::io::stderr(), "selfprobe: {}", sanitize::escape(m));
+}
+
+/// Writes `text` to standard output. A closed pipe (`selfprobe … | head`)
+/// ends the command quietly with `on_closed`, the code it would have had;
+/// any other failure (a full disk, `> /dev/full`) is exit 3 with the reason.
+fn emit(text: &str, on_closed: Exit) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Failure {
+            code: on_closed,
+            message: None,
+        }),
+        Err(e) => Err(Failure::failed(format!(
+            "cannot write to standard output: {e}"
+        ))),
+    }
 }
 
 /// The files this run creates and a signal removes, in two lists: the
 /// probes' (write-test files, canaries) is closed when the probes end, so a
 /// probe cut off by the deadline cannot create a file after that; the
 /// report files are written later.
-fn cleanup_on_signal() -> Option<(Arc<Cleanup>, Arc<Cleanup>)> {
+fn cleanup_on_signal() -> Result<(Arc<Cleanup>, Arc<Cleanup>), Failure> {
     let (probes, outputs) = (Arc::new(Cleanup::default()), Arc::new(Cleanup::default()));
-    match host::remove_on_signal(vec![probes.clone(), outputs.clone()]) {
-        Ok(()) => Some((probes, outputs)),
-        Err(e) => {
-            eprintln!("selfprobe: {e}");
-            None
-        }
-    }
+    host::remove_on_signal(vec![probes.clone(), outputs.clone()]).map_err(Failure::failed)?;
+    Ok((probes, outputs))
 }
 
 /// Writes to `output` whole or not at all (see host::write_whole), else to
-/// standard output.
-fn write_out(output: Option<&std::path::Path>, text: &str, files: &Cleanup) -> Result<(), String> {
+/// standard output (see `emit`).
+fn write_out(
+    output: Option<&std::path::Path>,
+    text: &str,
+    files: &Cleanup,
+    on_closed: Exit,
+) -> Result<(), Failure> {
     match output {
         Some(path) => host::write_whole(path, text.as_bytes(), files)
-            .map_err(|e| format!("cannot write {}: {e}", path.display())),
-        None => std::io::stdout()
-            .lock()
-            .write_all(text.as_bytes())
-            .map_err(|e| format!("cannot write the report to standard output: {e}")),
+            .map_err(|e| Failure::failed(format!("cannot write {}: {e}", path.display()))),
+        None => emit(text, on_closed),
     }
 }
 
-fn plant(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> i32 {
-    let cfg = match args.resolve() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("selfprobe: {e}");
-            return EXIT_USAGE;
-        }
-    };
+/// The key given, else (when `or_ephemeral`) one made for this run.
+fn signer(
+    cfg: &selfprobe::cli::Config,
+    env_key: Option<Zeroizing<Vec<u8>>>,
+) -> Result<keys::Signer, Failure> {
+    keys::load(cfg.key_source.as_ref(), env_key)
+        .and_then(|k| match k {
+            Some(k) => Ok(k),
+            None => keys::Signer::ephemeral(),
+        })
+        .map_err(Failure::usage)
+}
+
+fn plant(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failure> {
+    let cfg = args.resolve().map_err(Failure::usage)?;
     if cfg.attest.is_some() || cfg.sshsig.is_some() {
-        eprintln!("selfprobe: canary plant writes canaries, not reports: expected no --attest or --sshsig (the canaries are signed with --sign-key, --sign-key-fd or an ephemeral key)");
-        return EXIT_USAGE;
+        return Err(Failure::usage("canary plant writes canaries, not reports: expected no --attest or --sshsig (the canaries are signed with --sign-key, --sign-key-fd or an ephemeral key)"));
     }
     // Canaries are always signed: with the key given, else an ephemeral one.
-    let signer = match keys::load(cfg.key_source.as_ref(), env_key).and_then(|k| match k {
-        Some(k) => Ok(k),
-        None => keys::Signer::ephemeral(),
-    }) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("selfprobe: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let Some((cleanup, outputs)) = cleanup_on_signal() else {
-        return EXIT_PROBE_FAILED;
-    };
+    let signer = signer(&cfg, env_key)?;
+    let (cleanup, outputs) = cleanup_on_signal()?;
     let (format, output) = (cfg.format, cfg.output.clone());
-    let rep = match selfprobe::run::plant(cfg, cleanup, &signer) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("selfprobe: canary plant: {e}");
-            return EXIT_PROBE_FAILED;
-        }
-    };
+    let rep = selfprobe::run::plant(cfg, cleanup, &signer)
+        .map_err(|e| Failure::failed(format!("canary plant: {e}")))?;
     let text = match format {
         Format::Json => report::plant::json(&rep),
         _ => report::plant::text(&rep),
     };
-    if let Err(e) = write_out(output.as_deref(), &text, &outputs) {
-        eprintln!("selfprobe: {e}");
-        return EXIT_PROBE_FAILED;
-    }
-    if rep.incomplete {
-        EXIT_PROBE_FAILED
+    let code = if rep.incomplete {
+        Exit::ProbeFailed
     } else {
-        0
-    }
+        Exit::Clean
+    };
+    write_out(output.as_deref(), &text, &outputs, code)?;
+    Ok(code)
 }
 
-fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> i32 {
-    let cfg = match args.resolve() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("selfprobe: {e}");
-            return EXIT_USAGE;
-        }
-    };
+fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failure> {
+    let cfg = args.resolve().map_err(Failure::usage)?;
     // The key is loaded (and a bad one refused) before anything is probed.
     let signs = cfg.attest.is_some() || cfg.sshsig.is_some();
     let signer = if signs {
-        let loaded = keys::load(cfg.key_source.as_ref(), env_key).and_then(|k| match k {
-            Some(k) => Ok(k),
-            None => keys::Signer::ephemeral(),
-        });
-        match loaded {
-            Ok(s) => Some(s),
-            Err(e) => {
-                eprintln!("selfprobe: {e}");
-                return EXIT_USAGE;
-            }
-        }
+        Some(signer(&cfg, env_key)?)
     } else {
         drop(env_key);
         None
     };
     if let Some(s) = signer.as_ref().filter(|s| s.is_ephemeral()) {
-        eprintln!(
-            "selfprobe: signing with an ephemeral key (keyid {}): the signature shows the report was not changed after signing, not who made it; pass --sign-key or --sign-key-fd for a key a verifier trusts",
+        warn(&format!(
+            "signing with an ephemeral key (keyid {}): the signature shows the report was not changed after signing, not who made it; pass --sign-key or --sign-key-fd for a key a verifier trusts",
             s.keyid()
-        );
+        ));
     }
-    let Some((cleanup, outputs)) = cleanup_on_signal() else {
-        return EXIT_PROBE_FAILED;
-    };
+    let (cleanup, outputs) = cleanup_on_signal()?;
     let format = cfg.format;
     let output = cfg.output.clone();
     let attest_path = cfg.attest.clone();
     let sshsig_path = cfg.sshsig.clone();
     let mut report = selfprobe::run::execute(cfg, cleanup);
     if let Some(s) = &signer {
-        report.signing = Some(SigningInfo::new(
+        report.signing = Some(attest::signing_info(
             s,
             attest_path.is_some(),
             sshsig_path.is_some(),
         ));
     }
+    let code = report.summary.exit_code;
     let to_tty = output.is_none() && std::io::stdout().is_terminal();
     let color = to_tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let text = match format {
@@ -179,61 +214,44 @@ fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> i32 {
         Format::Sarif => report::sarif::render(&report),
         Format::Junit => report::junit::render(&report),
     };
-    if let Err(e) = write_out(output.as_deref(), &text, &outputs) {
-        eprintln!("selfprobe: {e}");
-        return EXIT_PROBE_FAILED;
-    }
+    write_out(output.as_deref(), &text, &outputs, code)?;
     if let (Some(signer), Some(path)) = (&signer, &sshsig_path) {
         // Over the very bytes just written to -o.
-        let sig = attest::sshsig::sign(signer, text.as_bytes());
-        if let Err(e) = sig.and_then(|sig| write_out(Some(path), &sig, &outputs)) {
-            eprintln!("selfprobe: --sshsig: {e}");
-            return EXIT_PROBE_FAILED;
-        }
+        let sig = attest::sshsig::sign(signer, text.as_bytes())
+            .map_err(|e| Failure::failed(format!("--sshsig: {e}")))?;
+        write_out(Some(path), &sig, &outputs, code).map_err(|f| f.within("--sshsig"))?;
     }
     if let (Some(signer), Some(path)) = (&signer, &attest_path) {
-        let env = attest::envelope(&report, signer);
-        if let Err(e) = env.and_then(|env| write_out(Some(path), &env, &outputs)) {
-            eprintln!("selfprobe: --attest: {e}");
-            return EXIT_PROBE_FAILED;
-        }
+        let env = attest::envelope(&report, signer)
+            .map_err(|e| Failure::failed(format!("--attest: {e}")))?;
+        write_out(Some(path), &env, &outputs, code).map_err(|f| f.within("--attest"))?;
     }
-    report.summary.exit_code
+    Ok(code)
 }
 
 /// Bounds what `verify` reads: selfprobe's outputs are far smaller.
 const MAX_VERIFY_INPUT: u64 = 64 << 20;
 
-fn verify(args: VerifyArgs) -> i32 {
-    if let Err(e) = args.check() {
-        eprintln!("selfprobe verify: {e}");
-        return EXIT_USAGE;
-    }
+fn verify(args: VerifyArgs) -> Result<Exit, Failure> {
+    let usage = |e: String| Failure::usage(format!("verify: {e}"));
+    args.check().map_err(usage)?;
     let read = |p: &std::path::Path| keys::read_public_file(p, MAX_VERIFY_INPUT);
-    let pubkey = match read(&args.pubkey).and_then(|b| {
-        let text =
-            String::from_utf8(b).map_err(|_| format!("{}: not text", args.pubkey.display()))?;
-        keys::parse_public_key(&text)
-            .map_err(|e| format!("--pubkey {}: {e}", args.pubkey.display()))
-    }) {
-        Ok(k) => k,
-        Err(e) => {
-            eprintln!("selfprobe verify: {e}");
-            return EXIT_USAGE;
-        }
-    };
+    let pubkey = read(&args.pubkey)
+        .and_then(|b| {
+            let text =
+                String::from_utf8(b).map_err(|_| format!("{}: not text", args.pubkey.display()))?;
+            keys::parse_public_key(&text)
+                .map_err(|e| format!("--pubkey {}: {e}", args.pubkey.display()))
+        })
+        .map_err(usage)?;
     let load = |p: &Option<std::path::PathBuf>| -> Result<Option<(String, Vec<u8>)>, String> {
         p.as_ref()
             .map(|p| read(p).map(|b| (p.display().to_string(), b)))
             .transpose()
     };
-    let (env, sig, rep) = match (load(&args.envelope), load(&args.sshsig), load(&args.report)) {
-        (Ok(e), Ok(s), Ok(r)) => (e, s, r),
-        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-            eprintln!("selfprobe verify: {e}");
-            return EXIT_USAGE;
-        }
-    };
+    let env = load(&args.envelope).map_err(usage)?;
+    let sig = load(&args.sshsig).map_err(usage)?;
+    let rep = load(&args.report).map_err(usage)?;
     let envelope = env.as_ref().map(|(n, b)| (n.as_str(), b.as_slice()));
     let sshsig = match (&sig, &rep) {
         (Some((sn, sb)), Some((rn, rb))) => Some(verify::SshsigInput {
@@ -250,37 +268,28 @@ fn verify(args: VerifyArgs) -> i32 {
         envelope,
         sshsig,
     });
-    print!("{}", report::verify::render(&verdict));
-    if verdict.valid() {
-        0
+    let code = if verdict.valid() {
+        Exit::Clean
     } else {
-        EXIT_FINDINGS
-    }
+        Exit::Findings
+    };
+    emit(&report::verify::render(&verdict), code)?;
+    Ok(code)
 }
 
-fn pubkey(args: PubkeyArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> i32 {
-    if let Err(e) = args.check() {
-        eprintln!("selfprobe pubkey: {e}");
-        return EXIT_USAGE;
-    }
+fn pubkey(args: PubkeyArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failure> {
+    let usage = |e: String| Failure::usage(format!("pubkey: {e}"));
+    args.check().map_err(usage)?;
     match keys::load(args.key.source().as_ref(), env_key) {
         Ok(Some(signer)) => {
-            print!(
-                "{}",
-                report::verify::render_pubkey(&signer.verifying_key(), &args.principal)
-            );
-            0
+            let text = report::verify::render_pubkey(&signer.verifying_key(), &args.principal);
+            emit(&text, Exit::Clean)?;
+            Ok(Exit::Clean)
         }
-        Ok(None) => {
-            eprintln!(
-                "selfprobe pubkey: no key given: expected --sign-key FILE, --sign-key-fd N or {}",
-                keys::ENV_KEY
-            );
-            EXIT_USAGE
-        }
-        Err(e) => {
-            eprintln!("selfprobe pubkey: {e}");
-            EXIT_USAGE
-        }
+        Ok(None) => Err(usage(format!(
+            "no key given: expected --sign-key FILE, --sign-key-fd N or {}",
+            keys::ENV_KEY
+        ))),
+        Err(e) => Err(usage(e.to_string())),
     }
 }

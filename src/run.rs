@@ -4,9 +4,10 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::cli::Config;
+use crate::finding::Finding;
 use crate::host::{self, Cleanup, Host};
+use crate::model::{self, Report, RunInfo, ToolInfo};
 use crate::probe::{self, Context};
-use crate::report::{self, Report, RunInfo, ToolInfo};
 use crate::scorecard;
 
 pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
@@ -23,6 +24,20 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
         net: cfg.net.clone(),
     });
     let mut collected = probe::run(ctx.clone());
+    if let Some(why) = ctx.host.proc_untrusted() {
+        // The probes that read /proc through the host failed with this
+        // reason; the environment is the one /proc source whose absence
+        // reads like "no secrets", so it is said to be unknown here.
+        collected.findings.push(
+            Finding::new(
+                "secret.env",
+                "/proc/self/environ",
+                format!("the environment was not checked: {why}"),
+            )
+            .unknown()
+            .with("reason", why.to_string()),
+        );
+    }
     // Whatever a timed-out write test left registered goes now, before the
     // report is written.
     cleanup.remove_all();
@@ -31,11 +46,11 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
     let mut findings = collected.findings;
     let raised = cfg.policy.apply(&mut findings, host::today(now));
     findings.extend(raised);
-    report::sort_findings(&mut findings);
+    model::sort_findings(&mut findings);
     let sc = scorecard::score(&findings, &collected.records);
     // A run cut short by --timeout has not checked everything: like a crashed
     // probe, that is exit 3, whatever was found before the cut.
-    let summary = report::summarize(
+    let summary = model::summarize(
         &findings,
         cfg.fail_on,
         collected.panicked || !collected.cut_by_deadline.is_empty(),
@@ -43,8 +58,8 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
     collected.records.sort_by_key(|r| (r.phase, r.name));
 
     Report {
-        schema: report::SCHEMA,
-        schema_version: report::SCHEMA_VERSION,
+        schema: model::SCHEMA,
+        schema_version: model::SCHEMA_VERSION,
         tool: ToolInfo {
             name: "selfprobe",
             version: env!("CARGO_PKG_VERSION"),

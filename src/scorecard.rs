@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::finding::{Finding, Severity, Status};
-use crate::probe::ProbeRecord;
+use crate::probe::{ProbeRecord, ProbeStatus};
 
 pub struct Control {
     pub key: &'static str,
@@ -219,7 +219,11 @@ pub fn score(findings: &[Finding], records: &[ProbeRecord]) -> Scorecard {
             .probes
             .iter()
             .copied()
-            .filter(|p| !records.iter().any(|r| r.name == *p && r.status == "ok"))
+            .filter(|p| {
+                !records
+                    .iter()
+                    .any(|r| r.name == *p && r.status == ProbeStatus::Ok)
+            })
             .collect();
         let capped: Vec<(&Finding, u8)> = mine
             .iter()
@@ -303,7 +307,7 @@ mod tests {
         ProbeRecord {
             name,
             phase: 2,
-            status: "ok",
+            status: ProbeStatus::Ok,
             duration_us: 1,
             reason: None,
         }
@@ -492,7 +496,7 @@ mod tests {
         recs.push(ProbeRecord {
             name: "writable",
             phase: 2,
-            status: "timeout",
+            status: ProbeStatus::Timeout,
             duration_us: 1,
             reason: None,
         });

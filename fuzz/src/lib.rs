@@ -16,6 +16,7 @@ use base64ct::{Base64UrlUnpadded, Encoding};
 use selfprobe::facts::boundary::{self, Boundary, Inputs, Kind};
 use selfprobe::finding::Finding;
 use selfprobe::policy::Policy;
+use selfprobe::probe::network::resolve;
 use selfprobe::probe::privilege::{self, PrivFacts, PrivilegedSignals};
 use selfprobe::probe::secrets::{self, env, rules, tokens, SecretFacts};
 use selfprobe::probe::{mounts, repro, sockets};
@@ -35,6 +36,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("policy_toml", policy_toml),
     ("env_rules", env_rules),
     ("engine_http", engine_http),
+    ("dns_answer", dns_answer),
 ];
 
 /// The probes read /proc and files as text; lossy decoding keeps every
@@ -413,4 +415,26 @@ pub fn engine_http(data: &[u8]) {
     for c in &ans.components {
         assert_printable("component", c, 120);
     }
+}
+
+/// A DNS server's answer to selfprobe's own resolver (resolve.rs): the
+/// header, questions and A/AAAA records of a message the workspace's
+/// resolv.conf server may have crafted.
+pub fn dns_answer(data: &[u8]) {
+    let Some(a) = resolve::decode_answer(data) else {
+        return;
+    };
+    assert!(data.len() >= 12, "an answer needs a whole header");
+    assert_eq!(a.id, u16::from_be_bytes([data[0], data[1]]));
+    assert!(data[2] & 0x80 != 0, "only responses are decoded");
+    assert!(a.rcode <= 15);
+    let an = usize::from(u16::from_be_bytes([data[6], data[7]]));
+    assert!(a.addrs.len() <= an, "no more addresses than answer records");
+    // Each address is at least its own 4 or 16 bytes of the message.
+    let min: usize = a
+        .addrs
+        .iter()
+        .map(|ip| if ip.is_ipv4() { 4 } else { 16 })
+        .sum();
+    assert!(min <= data.len());
 }

@@ -4,7 +4,7 @@
 //! envelope.md. The signature covers PAE(payloadType, payload), never the
 //! JSON around it, so a verifier needs only the envelope and the key.
 
-use base64ct::{Base64, Base64Url, Base64UrlUnpadded, Encoding};
+use base64ct::{Base64, Encoding};
 use serde::{Deserialize, Serialize};
 
 use super::keys::Signer;
@@ -68,16 +68,6 @@ impl Envelope {
     }
 }
 
-/// DSSE says decoders accept both standard and URL-safe base64.
-pub fn decode_b64(s: &str) -> Option<Vec<u8>> {
-    let s = s.trim();
-    Base64::decode_vec(s)
-        .or_else(|_| Base64Url::decode_vec(s))
-        .or_else(|_| Base64UrlUnpadded::decode_vec(s))
-        .or_else(|_| base64ct::Base64Unpadded::decode_vec(s))
-        .ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,16 +86,5 @@ mod tests {
     fn pae_counts_bytes_not_chars() {
         let p = "é".as_bytes();
         assert_eq!(pae("t", p), [b"DSSEv1 1 t 2 ".as_slice(), p].concat());
-    }
-
-    #[test]
-    fn base64_variants_decode() {
-        let bytes = [0xfbu8, 0xff, 0x01];
-        assert_eq!(decode_b64(&Base64::encode_string(&bytes)).unwrap(), bytes);
-        assert_eq!(
-            decode_b64(&Base64Url::encode_string(&bytes)).unwrap(),
-            bytes
-        );
-        assert!(decode_b64("not base64!").is_none());
     }
 }

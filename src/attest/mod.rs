@@ -14,21 +14,22 @@
 //! - the signing key and whether it was ephemeral: predicate.signing.
 
 pub mod dsse;
-pub mod keys;
+/// The keys live at the top level (src/keys.rs), so a probe that signs or
+/// checks a canary needs them without depending on the report.
+pub use crate::keys;
 pub mod sshsig;
 pub mod verify;
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::report::{self, Report};
+use crate::model::{self, Report, SigningInfo};
 use keys::Signer;
 
 pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
 /// The predicate is the JSON report, so its type is the report's schema.
-pub const PREDICATE_TYPE: &str = report::SCHEMA;
+pub const PREDICATE_TYPE: &str = model::SCHEMA;
 /// The SSHSIG namespace: a signature made for selfprobe cannot be replayed
 /// as one for git, file or any other namespace, and vice versa.
 pub const SSHSIG_NAMESPACE: &str = "selfprobe";
@@ -38,44 +39,23 @@ pub const TOOL_SUBJECT: &str = "selfprobe";
 /// The largest nonce accepted: a verifier's challenge, not a document.
 pub const MAX_NONCE: usize = 256;
 
-/// The signing section of the report (and so of the predicate): which key
-/// signed, whether it was made for this run only, and what was produced.
-#[derive(Debug, Clone, Serialize)]
-pub struct SigningInfo {
-    pub algorithm: &'static str,
-    /// DSSE keyid (keys::keyid).
-    pub keyid: String,
-    /// `ssh-ed25519 AAAA…`: with an ephemeral key this is the only place the
-    /// public key is recorded.
-    pub public_key: String,
-    /// True when no key was given and one was generated for this run: the
-    /// signature then shows the report was not changed after signing, but
-    /// not who made it.
-    pub ephemeral: bool,
-    /// "file", "fd", "env" or "ephemeral" (never a path or the key).
-    pub key_source: &'static str,
-    /// "dsse" (--attest) and/or "sshsig" (--sshsig).
-    pub formats: Vec<&'static str>,
-}
-
-impl SigningInfo {
-    pub fn new(signer: &Signer, dsse: bool, sshsig: bool) -> SigningInfo {
-        let vk = signer.verifying_key();
-        let mut formats = Vec::new();
-        if dsse {
-            formats.push("dsse");
-        }
-        if sshsig {
-            formats.push("sshsig");
-        }
-        SigningInfo {
-            algorithm: "ed25519",
-            keyid: signer.keyid(),
-            public_key: keys::public_openssh(&vk),
-            ephemeral: signer.is_ephemeral(),
-            key_source: signer.source,
-            formats,
-        }
+/// The report's signing section for `signer`.
+pub fn signing_info(signer: &Signer, dsse: bool, sshsig: bool) -> SigningInfo {
+    let vk = signer.verifying_key();
+    let mut formats = Vec::new();
+    if dsse {
+        formats.push("dsse");
+    }
+    if sshsig {
+        formats.push("sshsig");
+    }
+    SigningInfo {
+        algorithm: "ed25519",
+        keyid: signer.keyid(),
+        public_key: keys::public_openssh(&vk),
+        ephemeral: signer.is_ephemeral(),
+        key_source: signer.source,
+        formats,
     }
 }
 

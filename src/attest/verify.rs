@@ -187,7 +187,7 @@ fn check_envelope(v: &mut Verdict, bytes: &[u8], vk: &VerifyingKey, keyid: &str)
             ),
         );
     }
-    let Some(payload) = dsse::decode_b64(&env.payload) else {
+    let Some(payload) = crate::util::codec::b64_decode(&env.payload) else {
         v.fail("payload", "the payload is not base64".into());
         return None;
     };
@@ -213,7 +213,7 @@ fn check_envelope(v: &mut Verdict, bytes: &[u8], vk: &VerifyingKey, keyid: &str)
     }
     let pae = dsse::pae(&env.payload_type, &payload);
     let ok = candidates.iter().any(|s| {
-        dsse::decode_b64(&s.sig)
+        crate::util::codec::b64_decode(&s.sig)
             .and_then(|b| <[u8; 64]>::try_from(b.as_slice()).ok())
             .map(|b| {
                 vk.verify_strict(&pae, &ed25519_dalek::Signature::from_bytes(&b))

@@ -50,11 +50,41 @@ pub struct Context {
 pub struct ProbeRecord {
     pub name: &'static str,
     pub phase: u8,
-    /// ok, incomplete, timeout or panic.
-    pub status: &'static str,
+    pub status: ProbeStatus,
     pub duration_us: u128,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+/// How a probe ended, as the JSON report's `probes[].status` spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeStatus {
+    /// It finished and its facts are complete.
+    Ok,
+    /// It finished but could not check everything (the reason says what).
+    Incomplete,
+    /// Its deadline passed first.
+    Timeout,
+    /// It failed internally; the panic was caught.
+    Panic,
+}
+
+impl ProbeStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProbeStatus::Ok => "ok",
+            ProbeStatus::Incomplete => "incomplete",
+            ProbeStatus::Timeout => "timeout",
+            ProbeStatus::Panic => "panic",
+        }
+    }
+}
+
+impl std::fmt::Display for ProbeStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 pub enum Outcome<T> {
@@ -179,19 +209,23 @@ impl<T> Running<T> {
             Err(e) => (Err(e), self.started.elapsed().as_micros()),
         };
         let (out, status, reason) = match res {
-            Ok(Ok(Ok(v))) => (Outcome::Done(v), "ok", None),
-            Ok(Ok(Err(e))) => (Outcome::Failed(e.clone()), "incomplete", Some(e)),
+            Ok(Ok(Ok(v))) => (Outcome::Done(v), ProbeStatus::Ok, None),
+            Ok(Ok(Err(e))) => (Outcome::Failed(e.clone()), ProbeStatus::Incomplete, Some(e)),
             Ok(Err(p)) => {
                 let msg = p
                     .downcast_ref::<&str>()
                     .map(|s| s.to_string())
                     .or_else(|| p.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".into());
-                (Outcome::Panicked(msg.clone()), "panic", Some(msg))
+                (
+                    Outcome::Panicked(msg.clone()),
+                    ProbeStatus::Panic,
+                    Some(msg),
+                )
             }
             Err(_) => (
                 Outcome::TimedOut,
-                "timeout",
+                ProbeStatus::Timeout,
                 Some(format!("did not finish within {} ms", left.as_millis())),
             ),
         };
@@ -637,7 +671,7 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     let cut_by_deadline = if Instant::now() >= ctx.host.deadline() {
         records
             .iter()
-            .filter(|r| r.status == "timeout")
+            .filter(|r| r.status == ProbeStatus::Timeout)
             .map(|r| r.name)
             .collect()
     } else {

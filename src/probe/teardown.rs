@@ -11,9 +11,9 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::attest::keys::{self, Signer};
 use crate::finding::Finding;
 use crate::host::{read_regular, rfc3339, Cleanup, Host};
+use crate::keys::{self, Signer};
 use crate::probe::mounts::{MountClass, MountEntry, MountFacts};
 
 pub const CANARY_PREFIX: &str = ".selfprobe-canary-";
@@ -80,7 +80,7 @@ impl Canary {
         let Ok(vk) = keys::parse_public_key(&s.public_key) else {
             return "invalid";
         };
-        let Some(sig) = crate::attest::dsse::decode_b64(&s.sig) else {
+        let Some(sig) = crate::util::codec::b64_decode(&s.sig) else {
             return "invalid";
         };
         let Ok(sig) = ed25519_dalek::Signature::from_slice(&sig) else {

@@ -1,7 +1,7 @@
 //! The JSON report: the versioned schema that the other formats and the
 //! attestation are built from.
 
-use super::Report;
+use crate::model::Report;
 
 pub fn render(report: &Report) -> String {
     // Serializing plain data with string keys cannot fail.

@@ -5,8 +5,8 @@
 
 use std::fmt::Write;
 
-use super::Report;
 use crate::finding::{catalog, phase_name, Finding, Status};
+use crate::model::Report;
 
 /// XML 1.0 cannot carry most control characters even escaped: they become
 /// visible \u{..} text, like the text report's sanitizer.

@@ -3,8 +3,8 @@
 
 use serde_json::{json, Value};
 
-use super::Report;
 use crate::finding::{catalog, Finding, Severity, Status};
+use crate::model::Report;
 
 pub const SARIF_SCHEMA: &str =
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
@@ -125,7 +125,7 @@ pub fn render(report: &Report) -> String {
     let notifications: Vec<Value> = report
         .probes
         .iter()
-        .filter(|p| p.status != "ok")
+        .filter(|p| p.status != crate::probe::ProbeStatus::Ok)
         .map(|p| {
             json!({
                 "level": "warning",
@@ -145,7 +145,7 @@ pub fn render(report: &Report) -> String {
             }},
             "automationDetails": { "id": format!("selfprobe/{}", report.run.id) },
             "invocations": [{
-                "executionSuccessful": report.summary.exit_code != super::EXIT_PROBE_FAILED,
+                "executionSuccessful": report.summary.exit_code != crate::model::Exit::ProbeFailed,
                 "exitCode": report.summary.exit_code,
                 "startTimeUtc": report.run.started,
                 "endTimeUtc": report.run.finished,

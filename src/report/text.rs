@@ -4,20 +4,12 @@
 
 use std::fmt::Write;
 
-use super::Report;
 use crate::finding::{phase_name, Severity, Status};
+use crate::model::Report;
 
+/// The text report's one sanitiser (src/util/sanitize.rs).
 pub fn sanitize(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        let bidi = matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}');
-        if c.is_control() || bidi {
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    crate::util::sanitize::escape(s)
 }
 
 struct Style {
@@ -212,7 +204,7 @@ pub fn render(r: &Report, color: bool) -> String {
         },
         r.summary.gating,
         r.run.fail_on.map(|s| s.as_str()).unwrap_or("none"),
-        r.summary.exit_code
+        i32::from(r.summary.exit_code)
     );
     o
 }

@@ -306,3 +306,132 @@ fn readme_table_lists_every_code_as_the_catalog_does() {
         assert_eq!(row[4], c.title, "{}", c.code);
     }
 }
+
+/// Standard output whose reader is already gone: the write end of a pipe
+/// whose read end is closed, as `| head -1` leaves it once head has its line.
+fn closed_pipe() -> std::process::Stdio {
+    let (r, w) = nix::unistd::pipe().unwrap();
+    drop(r);
+    std::process::Stdio::from(w)
+}
+
+#[test]
+fn list_checks_into_a_closed_pipe_ends_quietly_with_0() {
+    let o = Command::new(BIN)
+        .arg("list-checks")
+        .stdout(closed_pipe())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        o.stderr.is_empty(),
+        "nothing to say to a reader that left: {}",
+        stderr(&o)
+    );
+    // The shell pipeline itself, with pipefail: head's line, and status 0.
+    let sh = Command::new("bash")
+        .args(["-c", "set -o pipefail; \"$0\" list-checks | head -1"])
+        .arg(BIN)
+        .output()
+        .unwrap();
+    assert_eq!(sh.status.code(), Some(0), "{}", stderr(&sh));
+    assert_eq!(String::from_utf8_lossy(&sh.stdout).lines().count(), 1);
+    assert!(sh.stderr.is_empty(), "{}", stderr(&sh));
+}
+
+#[test]
+fn a_report_into_a_closed_pipe_keeps_the_run_s_exit_code() {
+    let d = tmp("closedpipe");
+    let o = Command::new(BIN)
+        .args(["--format", "json", "--fail-on", "none", "--root"])
+        .arg(&d)
+        .stdout(closed_pipe())
+        .output()
+        .unwrap();
+    // An empty tree: probes incomplete, so the run's own code is 3.
+    let again = run(&[
+        "--format",
+        "json",
+        "--fail-on",
+        "none",
+        "--root",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), again.status.code(), "{}", stderr(&o));
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+    fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn list_checks_into_a_full_disk_says_so_and_exits_3() {
+    let full = fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let o = Command::new(BIN)
+        .arg("list-checks")
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.starts_with("selfprobe: cannot write to standard output: ")
+            && e.contains("No space left"),
+        "{e}"
+    );
+    assert!(!e.contains("panicked"), "{e}");
+}
+
+/// Zero-width, bidi and tag characters in a name hide or reorder what a
+/// reader sees: the text report and stderr show each one escaped.
+#[test]
+fn invisible_and_bidi_characters_are_escaped_in_text_and_on_stderr() {
+    let hidden = "a\u{200B}b\u{2060}c\u{FEFF}d\u{AD}e\u{202E}f\u{E0041}g";
+    let shown = "a\\u{200b}b\\u{2060}c\\u{feff}d\\u{ad}e\\u{202e}f\\u{e0041}g";
+    let fx = crate::common::fixture::Fixture::container(
+        "invisible",
+        &crate::common::fixture::mountinfo_with(&[&format!(
+            "90 80 254:0 /srv/{hidden} /mnt/{hidden} rw,relatime - ext4 /dev/vda rw"
+        )]),
+        &crate::common::fixture::data("plain.status"),
+    );
+    fx.dir(&format!("mnt/{hidden}"));
+    let o = Command::new(BIN)
+        .args(["--format", "text", "--fail-on", "none", "--root"])
+        .arg(&fx.dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains(&format!("/mnt/{shown}")), "{text}");
+    for c in [
+        '\u{200B}',
+        '\u{2060}',
+        '\u{FEFF}',
+        '\u{AD}',
+        '\u{202E}',
+        '\u{E0041}',
+    ] {
+        assert!(!text.contains(c), "{:?} reached the terminal", c);
+    }
+    // On stderr: an error that names the path.
+    let missing = fx.path(&format!("{hidden}.toml"));
+    let o = Command::new(BIN)
+        .arg("--policy")
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains(shown), "{e}");
+    for c in [
+        '\u{200B}',
+        '\u{2060}',
+        '\u{FEFF}',
+        '\u{AD}',
+        '\u{202E}',
+        '\u{E0041}',
+    ] {
+        assert!(!e.contains(c), "{:?} reached stderr: {e}", c);
+    }
+}

@@ -143,9 +143,7 @@ pub fn keyid(vk: &VerifyingKey) -> String {
     hex(&Sha256::digest(canonical.as_bytes()))
 }
 
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub use crate::util::codec::hex;
 
 /// SubjectPublicKeyInfo PEM, as `openssl pkey -pubout` writes it.
 pub fn public_pem(vk: &VerifyingKey) -> String {

@@ -23,11 +23,11 @@ pub struct Host {
     started: SystemTime,
     started_at: Instant,
     deadline: Instant,
+    env: Arc<Environ>,
     /// Why /proc cannot be believed, when it cannot: in a live run, a
     /// directory or another filesystem mounted over /proc would hand the
     /// probes whatever status, mountinfo and environ its maker chose.
     proc_untrusted: Option<String>,
-    env: Arc<Environ>,
 }
 
 /// The largest /proc/PID/environ read: the kernel caps argv plus envp at a
@@ -128,22 +128,22 @@ pub fn parse_environ(bytes: &[u8]) -> Vec<(String, String)> {
 impl Host {
     pub fn new(root: PathBuf, timeout: Duration) -> Host {
         let started_at = Instant::now();
-        // A fixture tree's proc/ is a plain directory by design (--root).
-        let proc_untrusted = (root == Path::new("/"))
-            .then(|| procfs_problem(Path::new("/proc")))
-            .flatten();
         let env = if root == Path::new("/") {
             Environ::live()
         } else {
             Environ::of_tree(&root)
         };
+        // A fixture tree's proc/ is a plain directory by design (--root).
+        let proc_untrusted = (root == Path::new("/"))
+            .then(|| procfs_problem(Path::new("/proc")))
+            .flatten();
         Host {
             root,
             started: SystemTime::now(),
             started_at,
             deadline: started_at + timeout,
-            proc_untrusted,
             env: Arc::new(env),
+            proc_untrusted,
         }
     }
 

@@ -244,8 +244,13 @@ impl Inputs {
             }
             Err(_) => None,
         };
+        // Raw reads of PID 1's files, so they honour an untrusted /proc
+        // (src/host.rs) by hand: nothing is read from a /proc that is not
+        // procfs.
+        let proc_ok = host.proc_untrusted().is_none();
         i.pid1_program = read_regular(&host.path("/proc/1/cmdline"), 4096)
             .ok()
+            .filter(|_| proc_ok)
             .and_then(|b| {
                 let argv0 = b.split(|c| *c == 0).next()?;
                 (!argv0.is_empty()).then(|| short(&String::from_utf8_lossy(argv0), 80))
@@ -265,6 +270,7 @@ impl Inputs {
             .or_else(|| {
                 read_regular(&host.path("/proc/1/environ"), MAX_ENVIRON)
                     .ok()
+                    .filter(|_| proc_ok)
                     .and_then(|b| environ_value(&b, "container"))
                     .map(|v| ("/proc/1/environ container".to_string(), v))
             });

@@ -133,14 +133,39 @@ pub fn docker_image(test: &str) -> Option<&'static str> {
     }
 }
 
-/// `docker import` of the tree; runs use the id it prints, so another
-/// checkout moving the tag cannot change what this test binary runs.
+/// What the tree is made of: busybox and the layout of `image_tar` (bump
+/// TREE when it changes). The image carries it as a label, so a run reuses
+/// the image an earlier run imported instead of leaving one per run.
+fn tree_key() -> Result<String, String> {
+    use sha2::{Digest, Sha256};
+    const TREE: &str = "selfprobe-test-tree-1";
+    let busybox = std::fs::read("/bin/busybox").map_err(|e| format!("/bin/busybox: {e}"))?;
+    let mut h = Sha256::new();
+    h.update(TREE);
+    h.update(&busybox);
+    Ok(format!("{:x}", h.finalize())[..32].to_string())
+}
+
+/// `docker import` of the tree, or the image an earlier run imported from
+/// the same tree; runs use the image id, so another checkout moving the tag
+/// cannot change what this test binary runs.
 fn import_docker() -> Result<String, String> {
+    let key = tree_key()?;
+    let label = format!("org.selfprobe.test-tree={key}");
+    let mut find = docker();
+    find.args(["images", "-q", "--no-trunc", "--filter"])
+        .arg(format!("label={label}"));
+    if let Ok(o) = run_bounded(find, Duration::from_secs(30), None) {
+        if let Some(id) = o.stdout.lines().next().filter(|l| l.starts_with("sha256:")) {
+            return Ok(id.trim().to_string());
+        }
+    }
     let dir = TempPath::dir("dimg")?;
     let tar = image_tar(&dir.path)?;
     let mut cmd = docker();
     cmd.arg("import")
         .args(["-c", "WORKDIR /workspace"])
+        .args(["-c", &format!("LABEL {label}")])
         .arg(&tar)
         .arg("localhost/selfprobe-test-docker:latest");
     let out = run_bounded(cmd, IMPORT_TIMEOUT, None)?;

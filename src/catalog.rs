@@ -71,6 +71,40 @@ struct Sockets {
     socket: Vec<EngineSocket>,
 }
 
+/// Never descended into by the workspace and artifact walks: dependency trees, VCS data, caches (reported by the
+/// cache probe) and browser internals (leveldb keeps *.log files).
+pub const PRUNE: &[&str] = &[
+    ".git",
+    ".hg",
+    ".svn",
+    "node_modules",
+    "target",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".cache",
+    ".npm",
+    ".cargo",
+    ".rustup",
+    ".m2",
+    ".gradle",
+    "site-packages",
+    ".mozilla",
+    "google-chrome",
+    "chromium",
+    "BraveSoftware",
+    "microsoft-edge",
+    "leveldb",
+    "IndexedDB",
+    "Local Storage",
+    "Session Storage",
+];
+
 pub const CAPABILITIES_TOML: &str = include_str!("../probes/capabilities.toml");
 pub const DEVICES_TOML: &str = include_str!("../probes/devices.toml");
 pub const KERNEL_INTERFACES_TOML: &str = include_str!("../probes/kernel-interfaces.toml");
@@ -126,6 +160,14 @@ pub fn capability_name(n: u32) -> String {
         .unwrap_or_else(|| format!("cap_{n}"))
 }
 
+/// The names of the capabilities set in `mask`, up to bit `last`.
+pub fn capability_names(mask: u64, last: u32) -> Vec<String> {
+    (0..=last.min(63))
+        .filter(|n| mask & (1u64 << n) != 0)
+        .map(capability_name)
+        .collect()
+}
+
 /// Accepts `CAP_SYS_ADMIN`, `SYS_ADMIN` or `sys_admin`.
 pub fn capability_by_name(name: &str) -> Option<&'static Capability> {
     let up = name.trim().to_ascii_uppercase();
@@ -135,32 +177,6 @@ pub fn capability_by_name(name: &str) -> Option<&'static Capability> {
         format!("CAP_{up}")
     };
     capabilities().iter().find(|c| c.name == full)
-}
-
-/// Matches a path against a pattern where `*` matches any run of characters
-/// within one component.
-pub fn glob_match(pattern: &str, path: &str) -> bool {
-    let pc: Vec<&str> = pattern.split('/').collect();
-    let xc: Vec<&str> = path.split('/').collect();
-    pc.len() == xc.len() && pc.iter().zip(&xc).all(|(p, x)| component_match(p, x))
-}
-
-fn component_match(p: &str, x: &str) -> bool {
-    match p.split_once('*') {
-        None => p == x,
-        Some((pre, rest)) => {
-            if !x.starts_with(pre) {
-                return false;
-            }
-            let tail = &x[pre.len()..];
-            if rest.is_empty() {
-                return true;
-            }
-            (0..=tail.len())
-                .filter(|i| tail.is_char_boundary(*i))
-                .any(|i| component_match(rest, &tail[i..]))
-        }
-    }
 }
 
 #[cfg(test)]
@@ -224,17 +240,17 @@ mod tests {
 
     #[test]
     fn globs() {
-        assert!(glob_match(
+        assert!(crate::util::glob::matches_path(
             "/run/user/*/docker.sock",
             "/run/user/1000/docker.sock"
         ));
-        assert!(!glob_match(
+        assert!(!crate::util::glob::matches_path(
             "/run/user/*/docker.sock",
             "/run/user/1000/x/docker.sock"
         ));
-        assert!(glob_match("sg*", "sg0"));
-        assert!(glob_match("cpu/*/msr", "cpu/0/msr"));
-        assert!(!glob_match("mem", "memory"));
-        assert!(glob_match("a*b*c", "aXXbYYc"));
+        assert!(crate::util::glob::matches_path("sg*", "sg0"));
+        assert!(crate::util::glob::matches_path("cpu/*/msr", "cpu/0/msr"));
+        assert!(!crate::util::glob::matches_path("mem", "memory"));
+        assert!(crate::util::glob::matches_path("a*b*c", "aXXbYYc"));
     }
 }

@@ -14,4 +14,5 @@ pub mod probe;
 pub mod report;
 pub mod run;
 pub mod scorecard;
+pub mod target;
 pub mod util;

@@ -14,7 +14,7 @@ use toml::Spanned;
 use crate::catalog;
 use crate::finding::{code_info, AppliedException, Finding, Severity, Status};
 use crate::host::parse_duration;
-use crate::probe::network::target::{self, Target};
+use crate::target::{self, Target};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyError {
@@ -442,10 +442,9 @@ impl Policy {
                 continue;
             }
             for f in findings.iter_mut() {
-                let subject_ok = ex
-                    .subject
-                    .as_deref()
-                    .is_none_or(|s| crate::catalog::glob_match(s, &f.subject) || s == f.subject);
+                let subject_ok = ex.subject.as_deref().is_none_or(|s| {
+                    crate::util::glob::matches_path(s, &f.subject) || s == f.subject
+                });
                 if f.code == ex.code && subject_ok && f.status != Status::Excepted {
                     f.status = Status::Excepted;
                     f.exception = Some(AppliedException {

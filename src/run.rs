@@ -108,8 +108,8 @@ pub fn plant(
 ) -> Result<crate::probe::teardown::PlantReport, String> {
     let run_id = host::run_id();
     let host = Host::new(cfg.root.clone(), cfg.timeout);
-    let mut mounts = crate::probe::mounts::collect(&host, cfg.workspace.clone(), host.deadline())?;
-    crate::probe::mounts::apply_policy(&mut mounts, &cfg.policy);
+    let mut mounts = crate::facts::mounts::collect(&host, cfg.workspace.clone(), host.deadline())?;
+    crate::facts::mounts::apply_policy(&mut mounts, &cfg.policy);
     let rep = crate::probe::teardown::plant(&host, &mounts, &run_id, &cleanup, signer);
     // A canary still being written when the deadline passed goes now.
     cleanup.remove_all();

@@ -38,7 +38,7 @@ pub const RULE: &str = "Each control scores 0, 1 or 2 by the blueprint's rubric,
 
 /// `selfprobe explain scorecard` or `selfprobe explain <control>`.
 pub fn explain(key: &str) -> Option<String> {
-    let wrap = |t: &str| crate::report::catalog::wrap(t, 78);
+    let wrap = |t: &str| crate::util::text::wrap(t, 78);
     if key == "scorecard" {
         let mut out = format!(
             "scorecard: the blueprint's readiness scorecard, 8 controls of 0/1/2
@@ -516,7 +516,7 @@ pub fn shows(deny: &str, root: &str) -> bool {
 
 impl Observed {
     pub fn new(facts: &crate::probe::Facts, policy: &crate::policy::Policy) -> Observed {
-        use crate::probe::mounts::MountClass;
+        use crate::facts::mounts::MountClass;
         let mut o = Observed::default();
         if let Some(m) = &facts.mounts {
             let mut r = RepoSeen {

@@ -14,12 +14,13 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use base64ct::{Base64UrlUnpadded, Encoding};
 use selfprobe::facts::boundary::{self, Boundary, Inputs, Kind};
+use selfprobe::facts::mounts;
 use selfprobe::finding::Finding;
 use selfprobe::policy::Policy;
 use selfprobe::probe::network::resolve;
 use selfprobe::probe::privilege::{self, PrivFacts, PrivilegedSignals};
 use selfprobe::probe::secrets::{self, env, rules, tokens, SecretFacts};
-use selfprobe::probe::{mounts, repro, sockets};
+use selfprobe::probe::{repro, sockets};
 
 /// A target's body: the fuzzer's bytes in, a panic on any broken invariant.
 pub type Body = fn(&[u8]);

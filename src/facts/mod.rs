@@ -5,3 +5,6 @@
 //! lives here.
 
 pub mod boundary;
+pub mod mounts;
+pub mod place;
+pub mod programs;

@@ -20,11 +20,11 @@ use std::time::Instant;
 use nix::unistd::AccessFlags;
 use serde::{Deserialize, Serialize};
 
+use crate::facts::mounts::{MountClass, MountFacts};
+use crate::facts::place::{self, Owner, Placement, Retention, Users};
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
-use crate::probe::mounts::{MountClass, MountFacts};
-use crate::probe::place::{self, Owner, Placement, Retention, Users};
-use crate::probe::secrets::files::Glob;
+use crate::util::glob::Glob;
 
 // ---------------------------------------------------------------------------
 // Catalogs
@@ -1010,40 +1010,6 @@ pub const MAX_PENDING: usize = 50_000;
 /// browser profile; past this the markers are looked up by name instead.
 const HELD_HITS: usize = 256;
 
-/// Never descended into: dependency trees, VCS data, caches (reported by the
-/// cache probe) and browser internals (leveldb keeps *.log files).
-pub const PRUNE: &[&str] = &[
-    ".git",
-    ".hg",
-    ".svn",
-    "node_modules",
-    "target",
-    ".venv",
-    "venv",
-    "__pycache__",
-    ".tox",
-    ".nox",
-    ".mypy_cache",
-    ".pytest_cache",
-    ".ruff_cache",
-    ".cache",
-    ".npm",
-    ".cargo",
-    ".rustup",
-    ".m2",
-    ".gradle",
-    "site-packages",
-    ".mozilla",
-    "google-chrome",
-    "chromium",
-    "BraveSoftware",
-    "microsoft-edge",
-    "leveldb",
-    "IndexedDB",
-    "Local Storage",
-    "Session Storage",
-];
-
 /// A directory that holds one of these is a browser profile: not walked.
 const PROFILE_MARKERS: &[&str] = &["Local State", "profiles.ini", "Cookies", "cookies.sqlite"];
 
@@ -1313,7 +1279,7 @@ pub fn collect_artifacts(
                 if ft.is_dir() {
                     let child = dir.join(&os_name);
                     if depth + 1 < WALK_DEPTH
-                        && !PRUNE.contains(&name.as_ref())
+                        && !crate::catalog::PRUNE.contains(&name.as_ref())
                         && !all_points.contains(&child)
                     {
                         if stack.len() >= MAX_PENDING {

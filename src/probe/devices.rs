@@ -141,7 +141,7 @@ pub fn evaluate(f: &DeviceFacts) -> Vec<Finding> {
         let rel = n.path.trim_start_matches("/dev/");
         if let Some(d) = catalog::devices()
             .iter()
-            .find(|d| catalog::glob_match(&d.pattern, rel))
+            .find(|d| crate::util::glob::matches_path(&d.pattern, rel))
         {
             let sev = if usable {
                 d.severity

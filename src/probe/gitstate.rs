@@ -8,7 +8,7 @@
 //! packed-refs, a worktree's `gitdir:` file and its `commondir`), so it works
 //! in a fixture tree and without git. The status comes from
 //! `git status --porcelain=v2 --branch`, run like the version queries of
-//! src/probe/tools.rs (no shell, a clean environment, a deadline) with
+//! src/util/command.rs (no shell, a clean environment, a deadline) with
 //! `-c safe.directory=*` so another user's checkout answers, and
 //! `--no-optional-locks` so the index is never rewritten. It is never run
 //! under --root, nor in a repository whose config names commands that a
@@ -22,8 +22,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::facts::programs;
 use crate::host::Host;
-use crate::probe::tools;
+use crate::util::command;
 
 /// A ref file, HEAD or a gitdir pointer is a line; packed-refs can be long.
 const SMALL: u64 = 4096;
@@ -410,7 +411,7 @@ fn status(host: &Host, r: &Repository, deadline: Instant) -> GitStatus {
     if let Some(why) = config_runs_commands(host, &dirs) {
         return GitStatus::unknown(format!("not run: {why}, a command git status would run"));
     }
-    let git = match tools::runnable(host, "git") {
+    let git = match programs::runnable(host, "git") {
         Ok(g) => g,
         Err(why) => return GitStatus::unknown(why),
     };
@@ -436,9 +437,9 @@ fn status(host: &Host, r: &Repository, deadline: Instant) -> GitStatus {
         .collect();
     env.push(("PATH".into(), "/usr/bin:/bin".into()));
     let dl = deadline.min(Instant::now() + STATUS_DEADLINE);
-    let o = tools::run_capped(&git, &args, &env, Path::new(&r.path), dl, STATUS_CAP);
+    let o = command::run_capped(&git, &args, &env, Path::new(&r.path), dl, STATUS_CAP);
     let mut s = match o.status {
-        tools::ToolStatus::Ok => parse_porcelain(&o.output, o.output.len() >= STATUS_CAP),
+        command::ToolStatus::Ok => parse_porcelain(&o.output, o.output.len() >= STATUS_CAP),
         _ => GitStatus::unknown(format!(
             "git status {}",
             o.reason.unwrap_or_else(|| "failed".into())

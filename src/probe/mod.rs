@@ -9,19 +9,16 @@ pub mod gitstate;
 pub mod mounts;
 pub mod namespaces;
 pub mod network;
-pub mod place;
 pub mod privilege;
 pub mod repro;
 pub mod rootpaths;
 pub mod secrets;
 pub mod sockets;
 pub mod teardown;
-pub mod tools;
 pub mod writable;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,6 +26,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::facts::boundary::{self, Boundary};
+use crate::facts::mounts::{self as mount_table, MountFacts};
 use crate::finding::Finding;
 use crate::host::{Cleanup, Host};
 use crate::policy::Policy;
@@ -94,61 +92,6 @@ pub enum Outcome<T> {
     Failed(String),
     TimedOut,
     Panicked(String),
-}
-
-/// Runs `f` on each of `items` with up to `workers` threads pulling from
-/// one queue, and waits for the answers until `deadline`. `None` marks an
-/// item that was not answered in time: one stuck in the kernel (a hung
-/// mount) holds one worker for good while the others go on with the rest.
-/// Without a thread to spare, the items are done inline, unbounded.
-pub fn map_until<T, R, F>(
-    name: &str,
-    items: Vec<T>,
-    workers: usize,
-    deadline: Instant,
-    f: F,
-) -> Vec<Option<R>>
-where
-    T: Send + Sync + 'static,
-    R: Send + 'static,
-    F: Fn(&T) -> R + Send + Sync + 'static,
-{
-    let n = items.len();
-    let mut out: Vec<Option<R>> = std::iter::repeat_with(|| None).take(n).collect();
-    if n == 0 {
-        return out;
-    }
-    let (items, f) = (Arc::new(items), Arc::new(f));
-    let next = Arc::new(AtomicUsize::new(0));
-    let (tx, rx) = mpsc::channel();
-    let mut started = 0;
-    for _ in 0..workers.min(n) {
-        let (items, f, next, tx) = (items.clone(), f.clone(), next.clone(), tx.clone());
-        let spawned = std::thread::Builder::new()
-            .name(name.to_string())
-            .spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= items.len() || tx.send((i, f(&items[i]))).is_err() {
-                    break;
-                }
-            });
-        started += usize::from(spawned.is_ok());
-    }
-    drop(tx);
-    if started == 0 {
-        for (slot, item) in out.iter_mut().zip(items.iter()) {
-            *slot = Some(f(item));
-        }
-        return out;
-    }
-    for _ in 0..n {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok((i, r)) => out[i] = Some(r),
-            Err(_) => break,
-        }
-    }
-    out
 }
 
 /// A probe started on its own thread.
@@ -248,7 +191,7 @@ pub struct Facts {
     /// Which boundary exists (DESIGN.md §11): the fact the other findings'
     /// wording and severities follow.
     pub boundary: Option<Boundary>,
-    pub mounts: Option<mounts::MountFacts>,
+    pub mounts: Option<MountFacts>,
     pub privilege: Option<privilege::PrivFacts>,
     /// The workspace user's paths to root (sudo, doas, writable account
     /// files, group doors, setuid and file-capability programs).
@@ -354,8 +297,8 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     let c = ctx.clone();
     let d = budget(&ctx);
     let m = spawn("mounts", 1, d, move || {
-        let mut f = mounts::collect(&c.host, c.workspace.clone(), d)?;
-        mounts::apply_policy(&mut f, &c.policy);
+        let mut f = mount_table::collect(&c.host, c.workspace.clone(), d)?;
+        mount_table::apply_policy(&mut f, &c.policy);
         Ok(f)
     })
     .wait(&mut records);

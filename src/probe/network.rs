@@ -13,7 +13,7 @@ pub mod dial;
 pub mod http;
 pub mod proxy;
 pub mod resolve;
-pub mod target;
+
 pub mod tls;
 
 use std::collections::BTreeMap;
@@ -29,12 +29,12 @@ use crate::finding::{Finding, Severity};
 use crate::host::Host;
 use crate::policy::Policy;
 
+use crate::target::{self, HostName, Scheme, Target};
 use builtin::Kind;
 use dial::{Dial, NetError};
 use http::{Request, Response, Timed};
 use proxy::{Answer, ProxyEnv, ProxyInfo, ProxySaid, ProxyUrl};
 use resolve::{ResolverConf, Via};
-use target::{HostName, Scheme, Target};
 use tls::{Presented, Tls, TlsError, TrustStore};
 
 /// The timeout of a destination when neither it nor `[network] timeout` sets one.

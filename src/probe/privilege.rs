@@ -159,13 +159,6 @@ fn read_lsm(host: &Host) -> Result<Option<String>, String> {
     }
 }
 
-pub fn cap_names(mask: u64, last: u32) -> Vec<String> {
-    (0..=last.min(63))
-        .filter(|n| mask & (1u64 << n) != 0)
-        .map(catalog::capability_name)
-        .collect()
-}
-
 /// The highest bit set in `mask`, if any.
 fn highest_bit(mask: u64) -> Option<u32> {
     (mask != 0).then(|| 63 - mask.leading_zeros())
@@ -214,11 +207,11 @@ impl PrivFacts {
             "caps_named_to": last,
             "caps_named_to_source": self.last_cap_source(),
             "capabilities": {
-                "effective": cap_names(self.caps.effective, last),
-                "permitted": cap_names(self.caps.permitted, last),
-                "inheritable": cap_names(self.caps.inheritable, last),
-                "bounding": cap_names(self.caps.bounding, last),
-                "ambient": cap_names(self.caps.ambient, last),
+                "effective": catalog::capability_names(self.caps.effective, last),
+                "permitted": catalog::capability_names(self.caps.permitted, last),
+                "inheritable": catalog::capability_names(self.caps.inheritable, last),
+                "bounding": catalog::capability_names(self.caps.bounding, last),
+                "ambient": catalog::capability_names(self.caps.ambient, last),
                 "hex": {
                     "effective": format!("{:016x}", self.caps.effective),
                     "permitted": format!("{:016x}", self.caps.permitted),
@@ -492,7 +485,7 @@ pub fn evaluate(
             f.severity(if lower { sev.lowered() } else { sev })
                 .with(
                     "effective_capabilities",
-                    cap_names(p.caps.effective, last).len(),
+                    catalog::capability_names(p.caps.effective, last).len(),
                 )
                 .with("seccomp", "disabled")
                 .with("sysfs_writable", sig.sysfs_writable)

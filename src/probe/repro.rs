@@ -5,7 +5,7 @@
 //! Containerfile, compose, flake) and whether it pins the image by digest,
 //! toolchain pins (mise.toml, .tool-versions, rust-toolchain.toml,
 //! .python-version, .nvmrc, devcontainer features…), lockfiles for every
-//! manifest, and the versions the tools on PATH report (src/probe/tools.rs).
+//! manifest, and the versions the tools on PATH report (src/probe/repro/tools.rs).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,12 +13,14 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::facts::mounts::MountFacts;
+use crate::facts::place;
 use crate::finding::Finding;
 use crate::host::Host;
-use crate::probe::artifacts::PRUNE;
-use crate::probe::mounts::MountFacts;
-use crate::probe::place;
-use crate::probe::tools::{self, ToolRun, ToolStatus};
+mod tools;
+
+use crate::util::command::ToolStatus;
+pub use tools::ToolRun;
 
 /// How far below the workspace manifests and pins are looked for, and how
 /// many entries at most: a monorepo's packages sit a few levels down, and
@@ -189,10 +191,10 @@ pub fn cgroup_container_id(text: &str) -> Option<(String, &'static str)> {
 
 /// A container id from the engine's own bind mounts (field 4 of mountinfo),
 /// recognised by their shape wherever the engine's storage lives
-/// (src/probe/mounts/engine.rs). podman and CRI-O share containers/storage:
+/// (src/facts/mounts/engine.rs). podman and CRI-O share containers/storage:
 /// kubelet's files or crio-<id> cgroup roots say CRI-O.
 pub fn mount_container_id(roots: &[String]) -> Option<(String, &'static str)> {
-    use crate::probe::mounts::engine::{self, Shape};
+    use crate::facts::mounts::engine::{self, Shape};
     let files: Vec<engine::Managed> = roots
         .iter()
         .filter_map(|r| match engine::shape_of_root(r) {
@@ -953,7 +955,7 @@ fn walk_workspace(host: &Host, ws: &Path, deadline: Instant, f: &mut ReproFacts)
             let os_name = e.file_name();
             let name = os_name.to_string_lossy();
             if ft.is_dir() {
-                if depth + 1 < WALK_DEPTH && !PRUNE.contains(&name.as_ref()) {
+                if depth + 1 < WALK_DEPTH && !crate::catalog::PRUNE.contains(&name.as_ref()) {
                     stack.push((dir.join(&os_name), depth + 1));
                 }
                 continue;

@@ -7,7 +7,7 @@
 //! is unset, the setuid-root and file-capability programs on PATH and in
 //! the usual bin and sbin directories.
 //!
-//! `sudo -n -l` is run the way phase 4 runs tools (tools::run_bounded): no
+//! `sudo -n -l` is run the way phase 4 runs tools (src/util/command.rs): no
 //! shell, an environment of PATH and LC_ALL only, stdin from /dev/null, a
 //! deadline at which it is killed. `-l` lists the rules and `-n` forbids a
 //! password prompt, so it never runs a command as root and never waits for
@@ -34,7 +34,7 @@ use serde_json::Value;
 
 use crate::finding::{Finding, Severity};
 use crate::host::{read_regular, Host};
-use crate::probe::tools::{self, ToolStatus};
+use crate::util::command::{self, ToolStatus};
 
 /// `sudo -n -l` answers in milliseconds; a PAM or LDAP module that hangs
 /// is cut here.
@@ -974,7 +974,7 @@ fn collect_sudo(host: &Host, id: &Identity, f: &mut RootPathFacts, deadline: Ins
         ("LC_ALL".to_string(), "C".to_string()),
     ];
     let dl = std::cmp::min(deadline, Instant::now() + SUDO_DEADLINE);
-    let o = tools::run_bounded(&sudo, &["-n".into(), "-l".into()], &env, Path::new("/"), dl);
+    let o = command::run_bounded(&sudo, &["-n".into(), "-l".into()], &env, Path::new("/"), dl);
     f.sudo.duration_ms = Some(o.duration.as_millis() as u64);
     match o.status {
         ToolStatus::Ok => {
@@ -1111,7 +1111,7 @@ fn collect_programs(host: &Host, f: &mut RootPathFacts, deadline: Instant) {
                 mode: format!("{:04o}", m.mode() & 0o7777),
                 setuid_root,
                 capabilities: caps
-                    .map(|c| crate::probe::privilege::cap_names(c, 63))
+                    .map(|c| crate::catalog::capability_names(c, 63))
                     .unwrap_or_default(),
                 notable: NOTABLE.contains(&name.as_str()),
             });

@@ -4,22 +4,19 @@
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::FileTypeExt;
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::fcntl::{fcntl, FcntlArg, OFlag};
-use nix::sys::socket::{connect, socket, AddressFamily, SockFlag, SockType, UnixAddr};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::catalog::{self, SocketApi};
+use crate::facts::mounts::{MountClass, MountFacts};
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
-use crate::probe::mounts::{MountClass, MountFacts};
+use crate::util::socket::connect_unix;
 
 /// Per request. /_ping is answered at once by every engine, so a socket
 /// silent for a second is not answering; podman's /version takes ~0.4 s even
@@ -118,7 +115,7 @@ fn expand(host: &Host, pattern: &str) -> Vec<PathBuf> {
                 };
                 for e in rd.flatten().take(1000) {
                     let name = e.file_name().to_string_lossy().into_owned();
-                    if catalog::glob_match(comp, &name) {
+                    if crate::util::glob::matches_path(comp, &name) {
                         next.push(base.join(name));
                     }
                 }
@@ -355,22 +352,6 @@ pub fn collect(host: &Host, mounts: Option<&MountFacts>, deadline: Instant) -> S
         });
     }
     facts
-}
-
-/// Connects without blocking: a socket whose listener never accepts fills
-/// its backlog, and a blocking connect(2) would then wait forever.
-pub fn connect_unix(path: &Path) -> Result<UnixStream, Errno> {
-    let fd: OwnedFd = socket(
-        AddressFamily::Unix,
-        SockType::Stream,
-        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
-        None,
-    )?;
-    let addr = UnixAddr::new(path)?;
-    connect(fd.as_raw_fd(), &addr)?;
-    let flags = OFlag::from_bits_truncate(fcntl(&fd, FcntlArg::F_GETFL)?);
-    fcntl(&fd, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK))?;
-    Ok(UnixStream::from(fd))
 }
 
 fn probe_socket(path: &Path, api: SocketApi, deadline: Instant) -> (Outcome, Option<EngineAnswer>) {

@@ -11,10 +11,10 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use crate::facts::mounts::{MountClass, MountEntry, MountFacts};
 use crate::finding::Finding;
 use crate::host::{read_regular, rfc3339, Cleanup, Host};
 use crate::keys::{self, Signer};
-use crate::probe::mounts::{MountClass, MountEntry, MountFacts};
 
 pub const CANARY_PREFIX: &str = ".selfprobe-canary-";
 /// A canary is a few hundred bytes; anything larger is not ours.
@@ -413,7 +413,7 @@ pub fn plant(
     // writer, not every location after it.
     let locations: Vec<String> = jobs.iter().map(|j| j.location.clone()).collect();
     let (writer_host, writer_cleanup) = (host.clone(), cleanup.clone());
-    let outcomes = super::map_until(
+    let outcomes = crate::util::workers::map_until(
         "canary-plant",
         jobs,
         PLANT_WRITERS,

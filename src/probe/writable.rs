@@ -13,9 +13,9 @@ use serde::Serialize;
 
 use crate::catalog;
 use crate::facts::boundary::Boundary;
+use crate::facts::mounts::{MountClass, MountFacts};
 use crate::finding::Finding;
 use crate::host::{Cleanup, Host};
-use crate::probe::mounts::{MountClass, MountFacts};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct WritablePath {
@@ -194,7 +194,7 @@ pub fn evaluate(f: &WritableFacts, b: &Boundary) -> Vec<Finding> {
     for k in f.kernel_interfaces.iter().filter(|k| k.writable) {
         let cat = catalog::kernel_interfaces()
             .iter()
-            .find(|c| catalog::glob_match(&c.path, &k.path));
+            .find(|c| crate::util::glob::matches_path(&c.path, &k.path));
         let (sev, why) = cat.map(|c| (c.severity, c.why.clone())).unwrap_or((
             crate::finding::Severity::Critical,
             "host kernel interface".into(),

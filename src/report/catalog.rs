@@ -1,6 +1,7 @@
 //! `selfprobe explain CODE` and `selfprobe list-checks`, from probes/codes.toml.
 
 use crate::finding::{catalog, code_info, phase_name};
+use crate::util::text::wrap;
 
 pub fn list_checks() -> String {
     let mut out = String::new();
@@ -43,21 +44,4 @@ pub fn explain(code: &str) -> Result<String, String> {
         explain = wrap(&c.explain, 78),
         rem = wrap(&c.remediation, 78),
     ))
-}
-
-pub fn wrap(text: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut line = 0;
-    for w in text.split_whitespace() {
-        if line > 0 && line + 1 + w.len() > width {
-            out.push('\n');
-            line = 0;
-        } else if line > 0 {
-            out.push(' ');
-            line += 1;
-        }
-        out.push_str(w);
-        line += w.len();
-    }
-    out
 }

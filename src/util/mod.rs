@@ -2,4 +2,9 @@
 //! knowledge of any probe.
 
 pub mod codec;
+pub mod command;
+pub mod glob;
 pub mod sanitize;
+pub mod socket;
+pub mod text;
+pub mod workers;

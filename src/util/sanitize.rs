@@ -1,7 +1,7 @@
 //! The one sanitiser for attacker-controlled text (paths, process names,
 //! engine and server answers, policy values echoed in errors) on its way to
-//! a terminal or a log. The character set is fd's (`src/sanitize.rs` of
-//! sharkdp/fd): C0 and C1 controls and DEL, bidi overrides and isolates,
+//! a terminal or a log. The character set is fd's (sharkdp/fd, its own
+//! `src/sanitize.rs`): C0 and C1 controls and DEL, bidi overrides and isolates,
 //! zero-width and invisible formatting characters, and Unicode tag
 //! characters, any of which can hide or reorder what a reader sees.
 

@@ -35,7 +35,7 @@ fn tree(name: &str) -> Fixture {
     let f = Fixture::container(name, &text, &data("plain.status"));
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let mp = line.split(' ').nth(4).unwrap();
-        let mp = String::from_utf8(selfprobe::probe::mounts::unescape(mp)).unwrap();
+        let mp = String::from_utf8(selfprobe::facts::mounts::unescape(mp)).unwrap();
         let rel = mp.trim_start_matches('/');
         if rel.is_empty() || rel.starts_with("proc") || rel.starts_with("sys") {
             continue;

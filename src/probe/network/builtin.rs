@@ -8,8 +8,8 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::target::{self, Target};
 use crate::host::Host;
+use crate::target::{self, Target};
 
 pub const DESTINATIONS_TOML: &str = include_str!("../../../probes/destinations.toml");
 
@@ -138,7 +138,7 @@ pub fn target_of(url: &str) -> Result<Target, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::network::target::{HostName, Scheme};
+    use crate::target::{HostName, Scheme};
     use std::net::IpAddr;
 
     fn sample_var(n: &str) -> Option<String> {

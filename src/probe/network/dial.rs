@@ -87,7 +87,7 @@ impl Redirect {
         let to: SocketAddr = to.parse().map_err(|_| {
             format!("--net-redirect '{s}': '{to}' is not IP:PORT ([::1]:PORT for IPv6)")
         })?;
-        let t = super::target::parse(&format!("tcp://{from}"))
+        let t = crate::target::parse(&format!("tcp://{from}"))
             .map_err(|e| format!("--net-redirect '{s}': {e}"))?;
         Ok(Redirect {
             host: t.host.bare(),

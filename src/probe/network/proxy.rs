@@ -13,8 +13,8 @@ use std::net::IpAddr;
 use serde::Serialize;
 
 use super::http::{base64, Response};
-use super::target::{self, HostName, Scheme, Target};
 use crate::host::Host;
+use crate::target::{self, HostName, Scheme, Target};
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProxyInfo {

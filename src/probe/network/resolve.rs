@@ -77,7 +77,7 @@ impl ResolverConf {
                 Some("search") | Some("domain") => {
                     self.search = w
                         .map(|d| d.trim_end_matches('.').to_ascii_lowercase())
-                        .filter(|d| super::target::check_name(d).is_ok())
+                        .filter(|d| crate::target::check_name(d).is_ok())
                         .take(6)
                         .collect();
                 }

@@ -12,7 +12,7 @@ use nix::errno::Errno;
 use serde::Serialize;
 
 use super::rules::Protocol;
-use crate::probe::sockets::connect_unix;
+use crate::util::socket::connect_unix;
 
 /// One request and its answer; an agent answers at once.
 const QUERY_TIMEOUT: Duration = Duration::from_millis(600);

@@ -27,12 +27,13 @@ use super::helpers::{self, Helper};
 use super::history::{self, History};
 use super::packages::{self, PackageTree, TreeMatcher};
 use super::rules::{
-    credentials, env_secrets, glob1, suffix_match, url_userinfo, Check, Entries, FileRule, Protocol,
+    credentials, env_secrets, suffix_match, url_userinfo, Check, Entries, FileRule, Protocol,
 };
 use super::structured;
 use super::tokens::{self, Token};
 use super::{MountIndex, Passwd};
 use crate::host::Host;
+use crate::util::glob::{matches_component, Glob};
 
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Budget {
@@ -102,7 +103,7 @@ pub struct CredFile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mount: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mount_class: Option<crate::probe::mounts::MountClass>,
+    pub mount_class: Option<crate::facts::mounts::MountClass>,
     pub persistent: Option<bool>,
     /// The package tree it sits in (probes/package-trees.toml): package
     /// data, reported once per tree as secret.package-data.
@@ -203,54 +204,6 @@ struct Candidate {
     scope: PathBuf,
     /// Index into facts.package_trees.
     tree: Option<usize>,
-}
-
-/// A `*`-glob over one path component, split once at the stars so that
-/// matching a name costs a prefix, a suffix and a search for each middle
-/// piece: no allocation and no backtracking. The walks run it for every
-/// name they meet, a million times on a large tree. Same answers as
-/// rules::glob1 and the artifact catalog's patterns (checked by a test).
-#[derive(Debug, Clone)]
-pub struct Glob {
-    /// The pattern's pieces between stars; one piece means no star.
-    pieces: Vec<Box<[u8]>>,
-    min_len: usize,
-}
-
-impl Glob {
-    pub fn new(pattern: &str) -> Glob {
-        let pieces: Vec<Box<[u8]>> = pattern.split('*').map(|p| p.as_bytes().into()).collect();
-        let min_len = pieces.iter().map(|p| p.len()).sum();
-        Glob { pieces, min_len }
-    }
-
-    pub fn matches(&self, x: &[u8]) -> bool {
-        let (first, last) = match self.pieces.as_slice() {
-            [only] => return x == &only[..],
-            [first, .., last] => (first, last),
-            [] => return x.is_empty(),
-        };
-        if x.len() < self.min_len || !x.starts_with(first) || !x.ends_with(last) {
-            return false;
-        }
-        let mut mid = &x[first.len()..x.len() - last.len()];
-        for piece in &self.pieces[1..self.pieces.len() - 1] {
-            // Leftmost is enough: with `*` the only wildcard, an earlier
-            // match never rules out a later piece.
-            match find(mid, piece) {
-                Some(i) => mid = &mid[i + piece.len()..],
-                None => return false,
-            }
-        }
-        true
-    }
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() {
-        return Some(0);
-    }
-    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 /// FNV-1a: the exact-name index is hashed once per name the walk meets,
@@ -594,7 +547,12 @@ impl<'a> Search<'a> {
             for b in &acc {
                 if comp.contains('*') {
                     let names = listings.entry(b.clone()).or_insert_with(|| self.list(b));
-                    next.extend(names.iter().filter(|n| glob1(comp, n)).map(|n| b.join(n)));
+                    next.extend(
+                        names
+                            .iter()
+                            .filter(|n| matches_component(comp, n))
+                            .map(|n| b.join(n)),
+                    );
                 } else {
                     next.push(b.join(comp));
                 }
@@ -905,7 +863,7 @@ impl<'a> Search<'a> {
         path: &Path,
     ) -> (
         Option<String>,
-        Option<crate::probe::mounts::MountClass>,
+        Option<crate::facts::mounts::MountClass>,
         Option<bool>,
     ) {
         match self.mounts.lookup(path) {
@@ -1535,7 +1493,7 @@ mod tests {
     }
 
     #[test]
-    fn compiled_globs_agree_with_glob1() {
+    fn compiled_globs_agree_with_matches_component() {
         let cat = credentials();
         let pats: Vec<&str> = cat
             .file
@@ -1574,7 +1532,11 @@ mod tests {
         for p in pats {
             let g = Glob::new(p);
             for n in names {
-                assert_eq!(g.matches(n.as_bytes()), glob1(p, n), "{p} on {n:?}");
+                assert_eq!(
+                    g.matches(n.as_bytes()),
+                    matches_component(p, n),
+                    "{p} on {n:?}"
+                );
             }
         }
     }

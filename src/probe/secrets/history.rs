@@ -34,7 +34,7 @@ pub struct History {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mount: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mount_class: Option<crate::probe::mounts::MountClass>,
+    pub mount_class: Option<crate::facts::mounts::MountClass>,
     /// On a host bind or a volume: survives the container.
     pub persistent: Option<bool>,
     /// persistent, ephemeral (the container's own layer or a tmpfs) or unknown.

@@ -37,10 +37,10 @@ use self::helpers::Helper;
 use self::history::History;
 use self::rules::{credentials, Protocol};
 use self::tokens::Token;
+use crate::facts::mounts::{MountClass, MountFacts};
 use crate::finding::{Finding, Severity};
 use crate::host::{read_regular, Host};
 use crate::policy::Policy;
-use crate::probe::mounts::{MountClass, MountFacts};
 
 /// When the policy names no [secrets] max_token_ttl: a token that outlives
 /// a working day outlives the task it was issued for.

@@ -18,11 +18,12 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::files::{CredFile, Glob};
-use super::rules::{glob1, suffix_match};
+use super::files::CredFile;
+use super::rules::suffix_match;
+use crate::facts::mounts::MountClass;
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
-use crate::probe::mounts::MountClass;
+use crate::util::glob::{matches_component, Glob};
 
 pub const PACKAGE_TREES_TOML: &str = include_str!("../../../probes/package-trees.toml");
 
@@ -143,7 +144,7 @@ fn has(host: &Host, dir: &Path, marker: &str) -> bool {
     std::fs::read_dir(host.path(dir)).is_ok_and(|rd| {
         rd.flatten()
             .take(2_000)
-            .any(|e| glob1(marker, &e.file_name().to_string_lossy()))
+            .any(|e| matches_component(marker, &e.file_name().to_string_lossy()))
     })
 }
 

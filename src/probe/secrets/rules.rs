@@ -273,6 +273,7 @@ pub struct HistoryRule {
 }
 
 use crate::catalog::parse_embedded as parse;
+use crate::util::glob::matches_component;
 
 pub fn env_secrets() -> &'static EnvSecrets {
     static C: OnceLock<EnvSecrets> = OnceLock::new();
@@ -292,29 +293,7 @@ pub fn suffix_match(pattern: &str, path: &[&str]) -> bool {
         return false;
     }
     let tail = &path[path.len() - pc.len()..];
-    pc.iter().zip(tail).all(|(p, x)| glob1(p, x))
-}
-
-/// `*`-glob of one path component, without allocating: the walk calls it
-/// for every file name it meets.
-pub fn glob1(p: &str, x: &str) -> bool {
-    match p.split_once('*') {
-        None => p == x,
-        Some((pre, rest)) => {
-            let Some(tail) = x.strip_prefix(pre) else {
-                return false;
-            };
-            if rest.is_empty() {
-                return true;
-            }
-            if !rest.contains('*') {
-                return tail.len() >= rest.len() && tail.ends_with(rest);
-            }
-            (0..=tail.len())
-                .filter(|i| tail.is_char_boundary(*i))
-                .any(|i| glob1(rest, &tail[i..]))
-        }
-    }
+    pc.iter().zip(tail).all(|(p, x)| matches_component(p, x))
 }
 
 /// What one rule found: the kind of secret and how it was recognised. The
@@ -465,10 +444,10 @@ impl ValueRule {
 impl EnvSecrets {
     pub fn name_rule(&self, name: &str) -> Option<&NameRule> {
         let up = name.to_ascii_uppercase();
-        if self.ignore_names.iter().any(|g| glob1(g, &up)) {
+        if self.ignore_names.iter().any(|g| matches_component(g, &up)) {
             return None;
         }
-        self.name.iter().find(|r| glob1(&r.glob, &up))
+        self.name.iter().find(|r| matches_component(&r.glob, &up))
     }
 
     /// The first value rule that any word of `text` (or the text as a whole,
@@ -804,8 +783,8 @@ mod tests {
             ("id_*", "id_rsa", true),
             ("x", "x", true),
         ] {
-            assert_eq!(glob1(p, x), want, "{p} {x}");
-            assert_eq!(crate::catalog::glob_match(p, x), want, "{p} {x}");
+            assert_eq!(matches_component(p, x), want, "{p} {x}");
+            assert_eq!(crate::util::glob::matches_path(p, x), want, "{p} {x}");
         }
     }
 }

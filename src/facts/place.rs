@@ -8,8 +8,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::facts::mounts::{MountClass, MountEntry, MountFacts};
 use crate::host::Host;
-use crate::probe::mounts::{MountClass, MountEntry, MountFacts};
 
 /// At most this many homes are looked at: /etc/passwd and /home can be huge
 /// on a shared host root, and the first ones make the point.

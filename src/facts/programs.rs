@@ -1,0 +1,104 @@
+//! Which programs are on PATH and which of them selfprobe may run: only
+//! binaries owned by root or by this user and writable by nobody else
+//! (selfprobe may run as root while an agent planted tools on PATH), and
+//! never under `--root`, where a tree on disk may be an untrusted image.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+
+use nix::unistd::AccessFlags;
+
+use crate::facts::place;
+use crate::host::Host;
+
+const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// The PATH searched: the environment's (the tree's under `--root`), else
+/// the default a shell would use; absolute entries only (a relative entry
+/// such as "." would make the answer depend on the working directory).
+pub fn search_path(host: &Host) -> Vec<PathBuf> {
+    let raw = host.env().get("PATH").unwrap_or(DEFAULT_PATH);
+    let mut out: Vec<PathBuf> = Vec::new();
+    for d in raw.split(':') {
+        let p = PathBuf::from(d);
+        if p.is_absolute() && !out.contains(&p) {
+            out.push(p);
+        }
+        if out.len() >= 64 {
+            break;
+        }
+    }
+    out
+}
+
+/// Why a binary must not be run, if it must not.
+pub fn refuse(meta: &std::fs::Metadata) -> Option<String> {
+    let euid = nix::unistd::geteuid().as_raw();
+    if !meta.is_file() {
+        return Some("not a regular file".into());
+    }
+    if meta.uid() != 0 && meta.uid() != euid {
+        return Some(format!(
+            "owned by uid {}, neither root nor this user (uid {euid})",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Some(format!(
+            "writable by group or others (mode {:o})",
+            meta.mode() & 0o7777
+        ));
+    }
+    None
+}
+
+/// `name` on PATH, if this process may run it (see `refuse`); never under
+/// --root. For a tool another probe runs itself (git status).
+pub fn runnable(host: &Host, name: &str) -> Result<PathBuf, String> {
+    if !host.is_live() {
+        return Err("--root: binaries in a fixture tree are never executed".into());
+    }
+    let found = search_path(host)
+        .iter()
+        .map(|d| d.join(name))
+        .find(|p| std::fs::symlink_metadata(host.path(p)).is_ok())
+        .ok_or_else(|| format!("{name} is not on PATH"))?;
+    let real = place::resolve(host, &found)
+        .ok_or_else(|| format!("{}: a symlink loop", found.display()))?;
+    let m = std::fs::metadata(host.path(&real))
+        .map_err(|e| format!("{}: cannot stat: {e}", real.display()))?;
+    if let Some(why) = refuse(&m) {
+        return Err(format!("{} is not run: {why}", real.display()));
+    }
+    host.access(&real, AccessFlags::X_OK)
+        .map_err(|e| format!("{} is not executable: {}", real.display(), e.desc()))?;
+    Ok(host.path(&found))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+
+    fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    #[test]
+    fn refuses_binaries_others_can_change() {
+        let dir = std::env::temp_dir().join(format!("selfprobe-refuse-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = script(&dir, "t", "true");
+        assert_eq!(refuse(&std::fs::metadata(&p).unwrap()), None);
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(refuse(&std::fs::metadata(&p).unwrap())
+            .unwrap()
+            .contains("writable"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

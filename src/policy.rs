@@ -1,4 +1,4 @@
-//! The policy file: the workspace's task contract (DESIGN.md §4). Every error
+//! The policy file: the workspace's task contract (the README's The policy file). Every error
 //! names the file, the line and what was expected, like cargo-deny's config
 //! errors, because a policy is written by hand and read in CI logs.
 
@@ -226,7 +226,7 @@ impl Policy {
         let raw: Raw = toml::from_str(text).map_err(|e| {
             src.err(
                 e.span(),
-                format!("{}: expected the keys of DESIGN.md §4 ([workspace], [network], [capabilities], [secrets], [mcp], [[exception]], [severity])", e.message().trim_end()),
+                format!("{}: expected the policy's sections ([workspace], [network], [capabilities], [secrets], [mcp], [[exception]], [severity])", e.message().trim_end()),
             )
         })?;
         let mut p = Policy::default();

@@ -7,7 +7,7 @@
 //! filesystem reached through a host path.
 //!
 //! procfs (the crate) is set aside here: it does not unescape `\040` and
-//! fails a whole table on one line it cannot read (DESIGN.md section 8).
+//! fails a whole table on one line it cannot read (the README's Dependencies).
 
 pub mod engine;
 pub mod parse;

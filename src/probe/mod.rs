@@ -188,7 +188,7 @@ impl<T> Running<T> {
 /// Everything the probes found, for the reports' inventory.
 #[derive(Debug, Default, Serialize)]
 pub struct Facts {
-    /// Which boundary exists (DESIGN.md §11): the fact the other findings'
+    /// Which boundary exists (src/facts/boundary.rs): the fact the other findings'
     /// wording and severities follow.
     pub boundary: Option<Boundary>,
     pub mounts: Option<MountFacts>,

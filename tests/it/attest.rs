@@ -1,4 +1,4 @@
-//! Signed findings (issue 4, DESIGN.md §6), checked from outside: the
+//! Signed findings (issue 4; the README's Signed findings), checked from outside: the
 //! envelope, the SSHSIG and the DSSE signature are verified by third-party
 //! tools (securesystemslib, ssh-keygen -Y verify, openssl pkeyutl), each
 //! kind of tampering is caught and named, bad keys exit 2, and the private
@@ -376,7 +376,7 @@ fn securesystemslib_verifies_the_envelope_and_rejects_a_changed_payload() {
     let (pem, _, keyid) = pubkey(&key);
     let pubfile = write(&t, "pub.pem", &pem);
     // The keyid is computed by securesystemslib itself (SSlibKey.from_crypto),
-    // so a keyid that differs from DESIGN.md §6 makes Envelope.verify fail.
+    // so a keyid that differs from the README's Signed findings makes Envelope.verify fail.
     let script = r#"
 import json, sys
 from cryptography.hazmat.primitives.serialization import load_pem_public_key

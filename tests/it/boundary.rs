@@ -1,4 +1,4 @@
-//! The boundary from fixture trees (issue 12, DESIGN.md §11): trees built
+//! The boundary from fixture trees (issue 12; src/facts/boundary.rs): trees built
 //! from real captures under tests/data/captures/boundary/<name>/ (each with
 //! a SOURCE saying where it was published and what it establishes), the
 //! hermetic --root (the tree's environment and no other), and no control

@@ -1,4 +1,4 @@
-//! Real-container tests (DESIGN.md §9): selfprobe runs inside podman containers
+//! Real-container tests (the README's Set-up): selfprobe runs inside podman containers
 //! started with the flags a careless workspace would use, and each case checks
 //! both what must be reported and what must not be.
 //!
@@ -10,7 +10,7 @@
 //! cgroupfs, file events, low ulimits: what works on these machines). The
 //! image (FROM scratch, Containerfile.test) is built once per test binary.
 //!
-//! Network rule (DESIGN.md §10): nothing here makes selfprobe send traffic
+//! Network rule (the README's Set-up): nothing here makes selfprobe send traffic
 //! anywhere; the only engine API touched is a podman service on a unix socket
 //! of our own.
 

@@ -1,5 +1,5 @@
 //! Coding agents in real containers, with the engine as a parameter (a
-//! function returning its base Command): podman here (DESIGN.md §9), Docker
+//! function returning its base Command): podman here (the README's Set-up), Docker
 //! where `docker` answers (`--network none`, skipped visibly otherwise;
 //! under CI=true a missing engine fails).
 //!

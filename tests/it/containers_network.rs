@@ -2,7 +2,7 @@
 //! /etc/resolv.conf, no CA bundle, a static binary without NSS. Every
 //! destination must come back as a classified result, never a panic.
 //!
-//! Network rule (DESIGN.md §10): the container runs either with
+//! Network rule (the README's Set-up): the container runs either with
 //! `--network none` or in a network namespace this test made (`unshare -n`:
 //! loopback only, nothing routes out of it), and the servers it reaches are
 //! the test's own, bound inside that namespace. Every run also passes

@@ -1,4 +1,4 @@
-//! Real-container tests of the secrets probe (DESIGN.md §9): canary
+//! Real-container tests of the secrets probe (the README's Set-up): canary
 //! credentials in variables, a host home mounted with real credential
 //! files (an ssh-keygen key among them), a real ssh-agent whose socket is
 //! mounted, a service-account JWT valid for a year and a shell history with

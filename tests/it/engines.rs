@@ -1,4 +1,4 @@
-//! The field matrix (DESIGN.md §12): the boundary and the clean workspace
+//! The field matrix (the README's Set-up): the boundary and the clean workspace
 //! under Docker, gVisor and rootless podman, the danger cases of
 //! containers.rs under Docker, and the machine itself outside any
 //! container. Each case asserts what must and what must not be reported.
@@ -272,7 +272,7 @@ fn rootful_podman_and_docker_are_containers() {
 // ---------------------------------------------------------------------------
 // (c) The danger cases of containers.rs: the same codes under Docker (docker
 // cp + docker exec) as under podman. --privileged cannot start under Docker
-// here (DESIGN.md §12: this machine lacks CAP_SYS_RESOURCE).
+// here (this machine lacks CAP_SYS_RESOURCE).
 
 fn codes(r: &Run) -> std::collections::BTreeSet<String> {
     r.findings()

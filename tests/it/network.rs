@@ -1,4 +1,4 @@
-//! The network boundary as a task contract (issue 3, DESIGN.md §1, §4, §10).
+//! The network boundary as a task contract (issue 3; the README's The policy file and Set-up).
 //!
 //! Network rule: every byte these tests make selfprobe send goes to loopback
 //! servers of the test's own, or stays inside a network namespace the test

@@ -1,4 +1,4 @@
-//! The engines of DESIGN.md §12 beside rootful podman (tests/it/common/
+//! The engines of the README's Set-up beside rootful podman (tests/it/common/
 //! podman.rs): Docker (Debian's docker.io, dockerd on /var/run/docker.sock),
 //! gVisor (runsc, registered in /etc/docker/daemon.json as the runtime
 //! "runsc") and rootless podman (as the user .ci/engines makes). Each runs

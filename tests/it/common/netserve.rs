@@ -1,4 +1,4 @@
-//! Loopback servers for the network tests (DESIGN.md §10: tests send only to
+//! Loopback servers for the network tests (the README's Set-up: tests send only to
 //! loopback or to namespaces they create): HTTP, TLS, silent and counting TCP
 //! listeners, a DNS server, and private network namespaces. Every server
 //! stops when dropped. The proxies are real ones (squid, tinyproxy:

@@ -4,7 +4,7 @@
 //! (never the system service, never /etc/squid or /etc/tinyproxy). The
 //! child is killed, by its pid, when the [`Proxy`] is dropped.
 //!
-//! Network rule (DESIGN.md §10): the proxies listen on 127.0.0.1 only and
+//! Network rule (the README's Set-up): the proxies listen on 127.0.0.1 only and
 //! their ACLs allow only 127.0.0.1; squid asks only 127.0.0.1 for DNS
 //! (`dns_nameservers`) and the tests give both IP literals only, so neither
 //! ever needs a name server.

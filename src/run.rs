@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::cli::Config;
-use crate::finding::Finding;
+use crate::evaluate;
 use crate::host::{self, Cleanup, Host};
 use crate::model::{self, Report, RunInfo, ToolInfo};
 use crate::probe::{self, Context};
@@ -23,28 +23,21 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
         cleanup: cleanup.clone(),
         net: cfg.net.clone(),
     });
-    let mut collected = probe::run(ctx.clone());
-    if let Some(why) = ctx.host.proc_untrusted() {
-        // The probes that read /proc through the host failed with this
-        // reason. Other processes' environments are the one /proc source
-        // whose absence reads like "none found", so they are said to be
-        // unknown here (this process's own comes from libc, not /proc).
-        collected.findings.push(
-            Finding::new(
-                "secret.process-env",
-                "/proc",
-                format!("other processes' environments were not checked: {why}"),
-            )
-            .unknown()
-            .with("reason", why.to_string()),
-        );
-    }
+    let mut collected = probe::gather(ctx.clone());
+    let findings = evaluate::evaluate(
+        &collected,
+        &cfg.policy,
+        &evaluate::Run {
+            run_id: &run_id,
+            started,
+        },
+    );
     // Whatever a timed-out write test left registered goes now, before the
     // report is written.
     cleanup.remove_all();
 
     let now = SystemTime::now();
-    let mut findings = collected.findings;
+    let mut findings = findings;
     let raised = cfg.policy.apply(&mut findings, host::today(now));
     findings.extend(raised);
     model::sort_findings(&mut findings);

@@ -1,7 +1,8 @@
 //! The probes, one file per area. Each collects facts; evaluation into
-//! findings is separate and pure. This module schedules them: every probe
-//! runs on its own thread with a deadline, so a hung mount, a FIFO or a
-//! socket that never answers costs at most that probe, never the run.
+//! findings is separate and pure (src/evaluate.rs). This module schedules
+//! them from one table: every probe runs on its own thread with a deadline,
+//! so a hung mount, a FIFO or a socket that never answers costs at most that
+//! probe, never the run.
 
 pub mod artifacts;
 pub mod devices;
@@ -27,7 +28,6 @@ use serde::Serialize;
 
 use crate::facts::boundary::{self, Boundary};
 use crate::facts::mounts::{self as mount_table, MountFacts};
-use crate::finding::Finding;
 use crate::host::{Cleanup, Host};
 use crate::policy::Policy;
 
@@ -213,483 +213,295 @@ pub struct Facts {
     pub teardown: Option<teardown::TeardownFacts>,
 }
 
-pub struct Collected {
+/// Why a probe has no facts: what the incomplete finding says and the
+/// scorecard reads. Typed, so the run's deadline is told from a probe's own
+/// budget without matching on message text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cut {
+    /// It returned an error: it could not check (the reason says what).
+    Failed(String),
+    /// Its own budget (PROBE_BUDGET, or the network's) passed first.
+    TimedOut,
+    /// The run's deadline (--timeout) passed before it finished.
+    RunDeadline,
+    /// It panicked; the panic was caught.
+    Panicked(String),
+}
+
+/// One probe that ended without facts.
+#[derive(Debug, Clone)]
+pub struct Unfinished {
+    pub probe: &'static str,
+    pub phase: u8,
+    pub cut: Cut,
+}
+
+/// Everything gathered, before any finding is made: the facts, how each
+/// probe ended, and what the evaluation needs to know about the run.
+pub struct Gathered {
     pub facts: Facts,
-    pub findings: Vec<Finding>,
     pub records: Vec<ProbeRecord>,
+    /// Probes without facts, in the order they were waited for.
+    pub unfinished: Vec<Unfinished>,
     pub panicked: bool,
     /// Probes still running when the run's own deadline (--timeout) passed.
     pub cut_by_deadline: Vec<&'static str>,
+    /// Why the environment the probes read is unknown (`--root` without
+    /// proc/self/environ).
+    pub env_missing: Option<String>,
+    /// Why /proc was not believed (not procfs).
+    pub proc_untrusted: Option<String>,
+    /// Whether the network probe was asked to send anything.
+    pub network_asked: bool,
+    /// The run's --timeout, for the reason a probe it cut gives.
+    pub timeout: Duration,
 }
 
-fn incomplete(probe: &str, phase: u8, why: String) -> Finding {
-    Finding::new(
-        "probe.incomplete",
-        probe.to_string(),
-        format!("the {probe} probe could not finish: {why}"),
-    )
-    .unknown()
-    .with("probe", probe.to_string())
-    .with("phase", phase)
-    .with("reason", why)
+/// What a probe's thread gets: the run's context, the mount table (from
+/// phase 1, when it was read), and the deadline its own work stops at, a
+/// little before the runner gives up on it, so a slow answer is classified
+/// rather than timed out.
+struct Input {
+    ctx: Arc<Context>,
+    mounts: Option<Arc<MountFacts>>,
+    inner: Instant,
+    deadline: Instant,
 }
 
-/// Unwraps a probe outcome into its facts, or records why there are none.
-fn take<T>(
-    o: Outcome<T>,
-    probe: &str,
+impl Input {
+    fn workspace(&self) -> Option<&std::path::Path> {
+        self.ctx.workspace.as_ref().map(|w| w.0.as_path())
+    }
+}
+
+/// A probe's facts on their way into `Facts`.
+type Fill = Box<dyn FnOnce(&mut Facts) + Send>;
+
+fn fill<T: Send + 'static>(v: T, set: fn(&mut Facts, T)) -> Fill {
+    Box::new(move |f| set(f, v))
+}
+
+/// One row of the probe table.
+struct Entry {
+    name: &'static str,
     phase: u8,
-    findings: &mut Vec<Finding>,
-    panicked: &mut bool,
-) -> Option<T> {
-    match o {
-        Outcome::Done(v) => Some(v),
-        Outcome::Failed(e) => {
-            findings.push(incomplete(probe, phase, e));
-            None
-        }
-        Outcome::TimedOut => {
-            findings.push(incomplete(probe, phase, "it timed out".into()));
-            None
-        }
-        Outcome::Panicked(m) => {
-            *panicked = true;
-            findings.push(incomplete(
-                probe,
-                phase,
-                format!("it failed internally ({m})"),
-            ));
-            None
-        }
+    /// How long before the probe's deadline its own work stops.
+    margin: Duration,
+    run: fn(&Input) -> Result<Fill, String>,
+}
+
+const fn entry(
+    name: &'static str,
+    phase: u8,
+    margin_ms: u64,
+    run: fn(&Input) -> Result<Fill, String>,
+) -> Entry {
+    Entry {
+        name,
+        phase,
+        margin: Duration::from_millis(margin_ms),
+        run,
     }
 }
 
-/// Runs the probes. Mounts come first because sockets, writability,
-/// secrets, caches, profiles, artifacts and teardown look inside the host
-/// mounts; the rest run side by side, and the network probe from the start.
-pub fn run(ctx: Arc<Context>) -> Collected {
-    let mut records = Vec::new();
-    let mut findings = Vec::new();
-    let mut panicked = false;
-    let budget = |ctx: &Context| ctx.host.deadline_within(PROBE_BUDGET);
+/// Phase 1: the mount table and the boundary, which the other probes'
+/// walks and wording follow.
+const FIRST: &[Entry] = &[
+    entry("mounts", 1, 0, |i| {
+        let mut f = mount_table::collect(&i.ctx.host, i.ctx.workspace.clone(), i.deadline)?;
+        mount_table::apply_policy(&mut f, &i.ctx.policy);
+        Ok(fill(f, |x, v| x.mounts = Some(v)))
+    }),
+    entry("boundary", 1, 0, |i| {
+        Ok(fill(boundary::collect(&i.ctx.host), |x, v| {
+            x.boundary = Some(v)
+        }))
+    }),
+];
 
-    // Network first: its destinations wait on the network, not on the
-    // other probes, so the phases overlap. Nothing is sent unless asked.
-    let net_running = network::asked(&ctx.policy, &ctx.net).then(|| {
-        let deadline = ctx
-            .host
-            .deadline_within(network::budget(&ctx.policy, &ctx.net));
-        let inner = deadline
-            .checked_sub(Duration::from_millis(300))
-            .unwrap_or(deadline);
-        let c = ctx.clone();
-        spawn("network", 3, deadline, move || {
-            Ok(network::collect(&c.host, &c.policy, &c.net, inner))
-        })
-    });
-
-    // The boundary beside the mount table: a handful of small reads.
-    let c = ctx.clone();
-    let boundary_running = spawn("boundary", 1, budget(&ctx), move || {
-        Ok(boundary::collect(&c.host))
-    });
-
-    let c = ctx.clone();
-    let d = budget(&ctx);
-    let m = spawn("mounts", 1, d, move || {
-        let mut f = mount_table::collect(&c.host, c.workspace.clone(), d)?;
-        mount_table::apply_policy(&mut f, &c.policy);
-        Ok(f)
-    })
-    .wait(&mut records);
-    let mount_facts = take(m, "mounts", 1, &mut findings, &mut panicked).map(Arc::new);
-    let boundary_facts = take(
-        boundary_running.wait(&mut records),
-        "boundary",
-        1,
-        &mut findings,
-        &mut panicked,
-    );
-    // Without it the findings keep the container wording they always had.
-    let bd = boundary_facts.clone().unwrap_or_default();
-    if let Some(b) = &boundary_facts {
-        findings.extend(boundary::evaluate(b));
-    }
-    // Under --root the environment is the tree's /proc/self/environ; a
-    // tree without one leaves these probes' variables unknown, so each says
-    // it could not check them and its controls are not assessed.
-    if let Some(why) = &ctx.host.env().missing {
-        let mut readers = vec![
-            (
-                "sockets",
-                2,
-                "DOCKER_HOST, CONTAINER_HOST, BUILDKIT_HOST and CONTAINERD_ADDRESS",
-            ),
-            (
-                "secrets",
-                3,
-                "secret-looking variables, SSH_AUTH_SOCK, HOME and the credential pointers",
-            ),
-            (
-                "caches",
-                5,
-                "the cache locations variables name (CARGO_HOME, XDG_CACHE_HOME, ...)",
-            ),
-        ];
-        if network::asked(&ctx.policy, &ctx.net) {
-            readers.push((
-                "network",
-                3,
-                "the proxy variables and SSL_CERT_FILE / SSL_CERT_DIR",
-            ));
-        }
-        for (probe, phase, what) in readers {
-            let mut f = incomplete(probe, phase, format!("{what} could not be checked: {why}"));
-            f.subject = format!("{probe}:environ");
-            f.id = crate::finding::finding_id(&f.code, &f.subject);
-            findings.push(f);
-        }
-    }
-
-    let c = ctx.clone();
-    let privilege = spawn("privilege", 2, budget(&ctx), move || {
-        privilege::collect(&c.host)
-    });
-    let c = ctx.clone();
-    let rp_deadline = budget(&ctx);
-    // `sudo -n -l` and the program scan stop a little before the runner
-    // gives up on the probe, so a hung sudo is a classified answer.
-    let inner = rp_deadline
-        .checked_sub(Duration::from_millis(300))
-        .unwrap_or(rp_deadline);
-    let rootpaths = spawn("rootpaths", 2, rp_deadline, move || {
-        rootpaths::collect(&c.host, inner)
-    });
-    let c = ctx.clone();
-    let namespaces = spawn("namespaces", 2, budget(&ctx), move || {
-        namespaces::collect(&c.host)
-    });
-    let c = ctx.clone();
-    let devices = spawn("devices", 2, budget(&ctx), move || {
-        devices::collect(&c.host)
-    });
-    let c = ctx.clone();
-    let mf = mount_facts.clone();
-    let sock_deadline = budget(&ctx);
-    // The probe stops its own requests a little before the runner gives up
-    // on it, so a slow engine yields a classified answer, not a timeout.
-    let inner = sock_deadline
-        .checked_sub(Duration::from_millis(200))
-        .unwrap_or(sock_deadline);
-    let sockets = spawn("sockets", 2, sock_deadline, move || {
-        Ok(sockets::collect(&c.host, mf.as_deref(), inner))
-    });
-    let c = ctx.clone();
-    let mf = mount_facts.clone();
-    let writable = spawn("writable", 2, budget(&ctx), move || {
+/// Everything after phase 1, side by side. Secrets (phase 3) need only the
+/// mounts and run beside phase 2; phases 4 and 5 need the mount table to
+/// tell which mount holds a cache, a profile or an artifact.
+const REST: &[Entry] = &[
+    entry("privilege", 2, 0, |i| {
+        Ok(fill(privilege::collect(&i.ctx.host)?, |x, v| {
+            x.privilege = Some(v)
+        }))
+    }),
+    // `sudo -n -l` and the program scan stop first, so a hung sudo is a
+    // classified answer.
+    entry("rootpaths", 2, 300, |i| {
+        Ok(fill(rootpaths::collect(&i.ctx.host, i.inner)?, |x, v| {
+            x.rootpaths = Some(v)
+        }))
+    }),
+    entry("namespaces", 2, 0, |i| {
+        Ok(fill(namespaces::collect(&i.ctx.host)?, |x, v| {
+            x.namespaces = Some(v)
+        }))
+    }),
+    entry("devices", 2, 0, |i| {
+        Ok(fill(devices::collect(&i.ctx.host)?, |x, v| {
+            x.devices = Some(v)
+        }))
+    }),
+    // A slow engine yields a classified answer, not a timeout.
+    entry("sockets", 2, 200, |i| {
+        let f = sockets::collect(&i.ctx.host, i.mounts.as_deref(), i.inner);
+        Ok(fill(f, |x, v| x.sockets = Some(v)))
+    }),
+    entry("writable", 2, 0, |i| {
+        let c = &i.ctx;
         let wt = c
             .write_test
             .then_some((c.cleanup.as_ref(), c.run_id.as_str()));
-        Ok(writable::collect(&c.host, mf.as_deref(), wt))
-    });
-
-    // Phase 3 secrets need only the mounts; they run beside phase 2.
-    let c = ctx.clone();
-    let mf = mount_facts.clone();
-    let sec_deadline = budget(&ctx);
-    let inner = sec_deadline
-        .checked_sub(Duration::from_millis(300))
-        .unwrap_or(sec_deadline);
-    let secrets = spawn("secrets", 3, sec_deadline, move || {
-        let ws = c.workspace.as_ref().map(|w| w.0.as_path());
-        Ok(secrets::collect(&c.host, mf.as_deref(), ws, inner))
-    });
-
-    // Phases 4 and 5 need the mount table (which mount holds a cache, a
-    // profile or an artifact) and stop their own work a little before the
-    // runner gives up on them, so a big tree yields a truncated answer.
-    let inner = |d: Instant| d.checked_sub(Duration::from_millis(300)).unwrap_or(d);
-    let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
-    let repro = spawn("repro", 4, d, move || {
-        let ws = c.workspace.as_ref().map(|w| w.0.as_path());
-        repro::collect(&c.host, mf.as_deref(), ws, inner(d))
-    });
-    let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
-    let caches = spawn("caches", 5, d, move || {
-        let ws = c.workspace.as_ref().map(|w| w.0.as_path());
-        artifacts::collect_caches(&c.host, mf.as_deref(), ws, inner(d))
-    });
-    let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
-    let browsers = spawn("browsers", 5, d, move || {
-        artifacts::collect_browsers(&c.host, mf.as_deref(), inner(d))
-    });
-    let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
-    let persistent = spawn("artifacts", 5, d, move || {
-        artifacts::collect_artifacts(&c.host, mf.as_deref(), inner(d))
-    });
+        let f = writable::collect(&c.host, i.mounts.as_deref(), wt);
+        Ok(fill(f, |x, v| x.writable = Some(v)))
+    }),
+    entry("secrets", 3, 300, |i| {
+        let f = secrets::collect(&i.ctx.host, i.mounts.as_deref(), i.workspace(), i.inner);
+        Ok(fill(f, |x, v| x.secrets = Some(v)))
+    }),
+    entry("teardown", 6, 0, |i| {
+        Ok(fill(
+            teardown::collect(&i.ctx.host, i.mounts.as_deref())?,
+            |x, v| x.teardown = Some(v),
+        ))
+    }),
     // The repository's git state: read from .git, the status from git.
-    let (c, d) = (ctx.clone(), budget(&ctx));
-    let repository = spawn("repository", 1, d, move || {
-        Ok(c.workspace
-            .as_ref()
-            .and_then(|w| gitstate::collect(&c.host, &w.0, d)))
-    });
-    let c = ctx.clone();
-    let mf = mount_facts.clone();
-    let teardown = spawn("teardown", 6, budget(&ctx), move || {
-        teardown::collect(&c.host, mf.as_deref())
-    });
+    entry("repository", 1, 0, |i| {
+        let r = i
+            .workspace()
+            .and_then(|w| gitstate::collect(&i.ctx.host, w, i.deadline));
+        Ok(fill(r, |x, v| x.repository = v))
+    }),
+    entry("repro", 4, 300, |i| {
+        let f = repro::collect(&i.ctx.host, i.mounts.as_deref(), i.workspace(), i.inner)?;
+        Ok(fill(f, |x, v| {
+            x.image = Some(v.image.clone());
+            x.repro = Some(v)
+        }))
+    }),
+    entry("caches", 5, 300, |i| {
+        let f =
+            artifacts::collect_caches(&i.ctx.host, i.mounts.as_deref(), i.workspace(), i.inner)?;
+        Ok(fill(f, |x, v| x.caches = Some(v)))
+    }),
+    entry("browsers", 5, 300, |i| {
+        let f = artifacts::collect_browsers(&i.ctx.host, i.mounts.as_deref(), i.inner)?;
+        Ok(fill(f, |x, v| x.browsers = Some(v)))
+    }),
+    entry("artifacts", 5, 300, |i| {
+        let f = artifacts::collect_artifacts(&i.ctx.host, i.mounts.as_deref(), i.inner)?;
+        Ok(fill(f, |x, v| x.artifacts = Some(v)))
+    }),
+];
 
-    let mut facts = Facts {
-        privilege: take(
-            privilege.wait(&mut records),
-            "privilege",
-            2,
-            &mut findings,
-            &mut panicked,
-        ),
-        rootpaths: take(
-            rootpaths.wait(&mut records),
-            "rootpaths",
-            2,
-            &mut findings,
-            &mut panicked,
-        ),
-        namespaces: take(
-            namespaces.wait(&mut records),
-            "namespaces",
-            2,
-            &mut findings,
-            &mut panicked,
-        ),
-        devices: take(
-            devices.wait(&mut records),
-            "devices",
-            2,
-            &mut findings,
-            &mut panicked,
-        ),
-        sockets: take(
-            sockets.wait(&mut records),
-            "sockets",
-            2,
-            &mut findings,
-            &mut panicked,
-        ),
-        writable: take(
-            writable.wait(&mut records),
-            "writable",
-            2,
-            &mut findings,
-            &mut panicked,
-        ),
-        secrets: take(
-            secrets.wait(&mut records),
-            "secrets",
-            3,
-            &mut findings,
-            &mut panicked,
-        ),
-        teardown: take(
-            teardown.wait(&mut records),
-            "teardown",
-            6,
-            &mut findings,
-            &mut panicked,
-        ),
-        boundary: boundary_facts,
-        mounts: None,
-        network: None,
-        repository: take(
-            repository.wait(&mut records),
-            "repository",
-            1,
-            &mut findings,
-            &mut panicked,
+/// The network: its destinations wait on the network, not on the other
+/// probes, so it starts first and is waited for last. Nothing is sent
+/// unless asked.
+const NETWORK: Entry = entry("network", 3, 300, |i| {
+    let c = &i.ctx;
+    Ok(fill(
+        network::collect(&c.host, &c.policy, &c.net, i.inner),
+        |x, v| x.network = Some(v),
+    ))
+});
+
+/// Starts one row of the table on its own thread.
+fn start(
+    e: &'static Entry,
+    ctx: &Arc<Context>,
+    mounts: &Option<Arc<MountFacts>>,
+    budget: Duration,
+) -> Running<Fill> {
+    let deadline = ctx.host.deadline_within(budget);
+    let input = Input {
+        ctx: ctx.clone(),
+        mounts: mounts.clone(),
+        inner: deadline.checked_sub(e.margin).unwrap_or(deadline),
+        deadline,
+    };
+    spawn(e.name, e.phase, deadline, move || (e.run)(&input))
+}
+
+/// Waits for one probe and puts its facts in place, or records why there
+/// are none.
+fn settle(r: Running<Fill>, facts: &mut Facts, g: &mut Gathered) {
+    let (probe, phase) = (r.name, r.phase);
+    let cut = match r.wait(&mut g.records) {
+        Outcome::Done(put) => return put(facts),
+        Outcome::Failed(e) => Cut::Failed(e),
+        Outcome::TimedOut => Cut::TimedOut,
+        Outcome::Panicked(m) => {
+            g.panicked = true;
+            Cut::Panicked(m)
+        }
+    };
+    g.unfinished.push(Unfinished { probe, phase, cut });
+}
+
+/// Runs the probes and gathers their facts; no finding is made here (that
+/// is src/evaluate.rs). Phase 1 (the mount table and the boundary) comes
+/// first because the other probes look inside the host mounts; the rest run
+/// side by side, and the network probe from the start.
+pub fn gather(ctx: Arc<Context>) -> Gathered {
+    let mut facts = Facts::default();
+    let mut g = Gathered {
+        facts: Facts::default(),
+        records: Vec::new(),
+        unfinished: Vec::new(),
+        panicked: false,
+        cut_by_deadline: Vec::new(),
+        env_missing: ctx.host.env().missing.clone(),
+        proc_untrusted: ctx.host.proc_untrusted().map(str::to_string),
+        network_asked: network::asked(&ctx.policy, &ctx.net),
+        timeout: ctx.host.timeout(),
+    };
+    let net = g.network_asked.then(|| {
+        start(
+            &NETWORK,
+            &ctx,
+            &None,
+            network::budget(&ctx.policy, &ctx.net),
         )
-        .flatten(),
-        image: None,
-        repro: None,
-        caches: None,
-        browsers: None,
-        artifacts: None,
-    };
-    facts.repro = take(
-        repro.wait(&mut records),
-        "repro",
-        4,
-        &mut findings,
-        &mut panicked,
-    );
-    facts.caches = take(
-        caches.wait(&mut records),
-        "caches",
-        5,
-        &mut findings,
-        &mut panicked,
-    );
-    facts.browsers = take(
-        browsers.wait(&mut records),
-        "browsers",
-        5,
-        &mut findings,
-        &mut panicked,
-    );
-    facts.artifacts = take(
-        persistent.wait(&mut records),
-        "artifacts",
-        5,
-        &mut findings,
-        &mut panicked,
-    );
-    if let Some(r) = &facts.repro {
-        findings.extend(repro::evaluate(r));
-        facts.image = Some(r.image.clone());
-    }
-    if let Some(c) = &facts.caches {
-        findings.extend(artifacts::evaluate_caches(c));
-    }
-    if let Some(b) = &facts.browsers {
-        findings.extend(artifacts::evaluate_browsers(b));
-    }
-    if let Some(a) = &facts.artifacts {
-        findings.extend(artifacts::evaluate_artifacts(a));
-    }
-    facts.network = match net_running {
-        Some(r) => take(
-            r.wait(&mut records),
-            "network",
-            3,
-            &mut findings,
-            &mut panicked,
-        ),
-        None => Some(network::not_asked(&ctx.host, &ctx.policy)),
-    };
-    if let Some(n) = &facts.network {
-        findings.extend(network::evaluate(n));
-    }
+    });
 
-    if let Some(m) = &mount_facts {
-        findings.extend(mounts::evaluate(m));
-        // A line that does not parse costs that line: the rest of the table
-        // stands, and the repo scope rests on a line nobody could read.
-        for e in &m.parse_errors {
-            let mut f = incomplete("mounts", 1, e.to_string()).with("line", e.line);
-            f.subject = format!("mounts:line {}", e.line);
-            f.id = crate::finding::finding_id(&f.code, &f.subject);
-            f.control = "repo-scope".into();
-            findings.push(f);
-        }
-        for mp in &m.unresponsive {
-            let mut f = incomplete(
-                "mounts",
-                1,
-                format!("the mount {mp} did not answer lstat(2) within the inspection wait; a hung FUSE or network filesystem is likely, and what it holds is unknown"),
-            );
-            f.subject = format!("mounts:{mp}");
-            f.id = crate::finding::finding_id(&f.code, &f.subject);
-            findings.push(f.with("mount_point", mp.clone()));
-        }
+    let first: Vec<_> = FIRST
+        .iter()
+        .map(|e| start(e, &ctx, &None, PROBE_BUDGET))
+        .collect();
+    for r in first {
+        settle(r, &mut facts, &mut g);
     }
-    if let Some(n) = &facts.namespaces {
-        findings.extend(namespaces::evaluate(n, &bd));
-        for (ns, why) in &n.unreadable {
-            // gVisor's Sentry has no such namespace: nothing to check.
-            if bd.is_sandbox() && n.absent.contains(ns) {
-                continue;
-            }
-            let mut f = incomplete("namespaces", 2, format!("/proc/self/ns/{ns}: {why}"));
-            f.subject = format!("namespaces:{ns}");
-            f.id = crate::finding::finding_id(&f.code, &f.subject);
-            findings.push(f);
-        }
+    let mounts = facts.mounts.take().map(Arc::new);
+
+    let rest: Vec<_> = REST
+        .iter()
+        .map(|e| start(e, &ctx, &mounts, PROBE_BUDGET))
+        .collect();
+    for r in rest {
+        settle(r, &mut facts, &mut g);
     }
-    if let Some(d) = &facts.devices {
-        findings.extend(devices::evaluate(d));
+    match net {
+        Some(r) => settle(r, &mut facts, &mut g),
+        None => facts.network = Some(network::not_asked(&ctx.host, &ctx.policy)),
     }
-    if let Some(r) = &facts.rootpaths {
-        findings.extend(rootpaths::evaluate(r));
-    }
-    if let Some(s) = &facts.sockets {
-        findings.extend(sockets::evaluate(s));
-    }
-    if let Some(w) = &facts.writable {
-        findings.extend(writable::evaluate(w, &bd));
-    }
-    if let Some(s) = &facts.secrets {
-        findings.extend(secrets::evaluate(s, &ctx.policy, ctx.host.started()));
-    }
-    if let Some(t) = &facts.teardown {
-        findings.extend(teardown::evaluate(t, &ctx.run_id));
-    }
-    if let Some(p) = &facts.privilege {
-        let sig = privilege::PrivilegedSignals {
-            sysfs_writable: mount_facts.as_ref().is_some_and(|m| {
-                m.mounts.iter().any(|e| {
-                    e.mount.fstype == "sysfs"
-                        && e.mount.mount_point == std::path::Path::new("/sys")
-                        && !e.read_only
-                })
-            }),
-            writable_kernel_interfaces: facts
-                .writable
-                .as_ref()
-                .map(|w| {
-                    w.kernel_interfaces
-                        .iter()
-                        .filter(|k| k.writable)
-                        .map(|k| k.path.clone())
-                        .collect()
-                })
-                .unwrap_or_default(),
-            host_block_devices: facts
-                .devices
-                .as_ref()
-                .map(|d| d.block_devices())
-                .unwrap_or_default(),
-        };
-        findings.extend(privilege::evaluate(p, &ctx.policy, &sig, &bd));
-        for (what, why) in &p.incomplete {
-            let mut f = incomplete("privilege", 2, format!("{what}: {why}"));
-            f.subject = format!("privilege:{what}");
-            f.id = crate::finding::finding_id(&f.code, &f.subject);
-            findings.push(f);
-        }
-    }
-    facts.mounts = mount_facts.map(|m| Arc::try_unwrap(m).unwrap_or_else(|a| (*a).clone()));
+    facts.mounts = mounts.map(|m| Arc::try_unwrap(m).unwrap_or_else(|a| (*a).clone()));
+
     // A probe that timed out once the run's deadline had passed was cut by
     // --timeout, not by its own budget: the run as a whole is unfinished.
-    let cut_by_deadline = if Instant::now() >= ctx.host.deadline() {
-        records
+    if Instant::now() >= ctx.host.deadline() {
+        for u in g.unfinished.iter_mut().filter(|u| u.cut == Cut::TimedOut) {
+            u.cut = Cut::RunDeadline;
+        }
+        g.cut_by_deadline = g
+            .records
             .iter()
             .filter(|r| r.status == ProbeStatus::Timeout)
             .map(|r| r.name)
-            .collect()
-    } else {
-        Vec::new()
-    };
-    for f in findings.iter_mut() {
-        if f.code == "probe.incomplete"
-            && cut_by_deadline
-                .iter()
-                .any(|n| f.evidence.get("probe").is_some_and(|p| p == n))
-            && f.evidence
-                .get("reason")
-                .is_some_and(|r| r == "it timed out")
-        {
-            let why = format!(
-                "the run's deadline (--timeout {} ms) passed before it finished",
-                ctx.host.timeout().as_millis()
-            );
-            f.message = format!("the {} probe could not finish: {why}", f.subject);
-            f.evidence.insert("reason".into(), why.into());
-        }
+            .collect();
     }
-    Collected {
-        facts,
-        findings,
-        records,
-        panicked,
-        cut_by_deadline,
-    }
+    g.facts = facts;
+    g
 }

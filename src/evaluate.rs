@@ -46,7 +46,7 @@ fn incomplete_part(probe: &str, phase: u8, part: &str, why: String) -> Finding {
 /// Why a probe that ended without facts did so, in the finding's words.
 fn reason(cut: &Cut, g: &Gathered) -> String {
     match cut {
-        Cut::Failed(e) => e.clone(),
+        Cut::Failed(e) => e.to_string(),
         Cut::TimedOut => "it timed out".into(),
         Cut::RunDeadline => format!(
             "the run's deadline (--timeout {} ms) passed before it finished",
@@ -273,32 +273,40 @@ mod tests {
 
     #[test]
     fn each_cut_says_why_in_its_own_words() {
-        let cuts = [
-            ("devices", Cut::Failed("no /dev".into()), "no /dev"),
-            ("secrets", Cut::TimedOut, "it timed out"),
-            (
-                "repro",
-                Cut::RunDeadline,
-                "the run's deadline (--timeout 1500 ms) passed before it finished",
-            ),
-            (
-                "caches",
-                Cut::Panicked("boom".into()),
-                "it failed internally (boom)",
-            ),
-        ];
+        use crate::facts::unchecked::Unchecked;
+        let cuts = || {
+            vec![
+                (
+                    "devices",
+                    Cut::Failed(Unchecked::Missing("no /dev")),
+                    "no /dev",
+                ),
+                ("secrets", Cut::TimedOut, "it timed out"),
+                (
+                    "repro",
+                    Cut::RunDeadline,
+                    "the run's deadline (--timeout 1500 ms) passed before it finished",
+                ),
+                (
+                    "caches",
+                    Cut::Panicked("boom".into()),
+                    "it failed internally (boom)",
+                ),
+            ]
+        };
         let g = gathered(
-            cuts.iter()
-                .map(|(p, c, _)| Unfinished {
-                    probe: p,
+            cuts()
+                .into_iter()
+                .map(|(probe, cut, _)| Unfinished {
+                    probe,
                     phase: 2,
-                    cut: c.clone(),
+                    cut,
                 })
                 .collect(),
         );
         let out = evaluate(&g, &Policy::default(), &run());
-        assert_eq!(out.len(), cuts.len(), "{out:?}");
-        for ((probe, _, why), f) in cuts.iter().zip(&out) {
+        assert_eq!(out.len(), cuts().len(), "{out:?}");
+        for ((probe, _, why), f) in cuts().iter().zip(&out) {
             assert_eq!(f.code, "probe.incomplete");
             assert_eq!(f.subject, *probe);
             assert_eq!(f.status, crate::finding::Status::Unknown);

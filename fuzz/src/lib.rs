@@ -183,7 +183,7 @@ pub fn uid_map(data: &[u8]) {
             let _ = f.root_maps_to_host_root();
             let _ = f.inventory();
         }
-        Err(e) => assert!(e.starts_with("uid_map line"), "{e}"),
+        Err(e) => assert!(e.to_string().starts_with("uid_map line"), "{e}"),
     }
     boundary_of(Inputs {
         uid_map: Some(t.to_string()),

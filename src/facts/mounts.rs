@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use nix::unistd::AccessFlags;
 use serde::Serialize;
 
+use crate::facts::unchecked::Unchecked;
 use crate::host::Host;
 use crate::policy::Policy;
 
@@ -559,17 +560,17 @@ pub fn collect(
     host: &Host,
     workspace: Option<(PathBuf, String)>,
     deadline: Instant,
-) -> Result<MountFacts, String> {
+) -> Result<MountFacts, Unchecked> {
     let text = host
         .read("/proc/self/mountinfo")
-        .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
+        .map_err(|e| Unchecked::unreadable("/proc/self/mountinfo", e))?;
     let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
     let (mounts, parse_errors) = parse_mountinfo(&text);
     if mounts.is_empty() {
-        return Err(match parse_errors.first() {
+        return Err(Unchecked::Malformed(match parse_errors.first() {
             Some(e) => format!("/proc/self/mountinfo lists no mount that parses ({e})"),
             None => "/proc/self/mountinfo lists no mounts".into(),
-        });
+        }));
     }
     let mut table = Table::new(&mounts);
     let shapes: Vec<Option<engine::Shape>> = mounts.iter().map(engine::shape).collect();

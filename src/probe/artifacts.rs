@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::facts::mounts::{MountClass, MountFacts};
 use crate::facts::place::{self, Owner, Placement, Retention, Users};
+use crate::facts::unchecked::Unchecked;
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
 use crate::util::glob::Glob;
@@ -490,11 +491,13 @@ pub fn collect_caches(
     mounts: Option<&MountFacts>,
     workspace: Option<&Path>,
     deadline: Instant,
-) -> Result<CacheFacts, String> {
+) -> Result<CacheFacts, Unchecked> {
     // Whether a cache outlives the container depends on the mount it is on:
     // without the mount table an empty result would read as a pass.
     if mounts.is_none() {
-        return Err("no mount table: whether caches outlive the container cannot be told".into());
+        return Err(Unchecked::Missing(
+            "no mount table: whether caches outlive the container cannot be told",
+        ));
     }
     let users = Users::load(host);
     let homes = place::homes(host, &users, mounts);
@@ -544,7 +547,7 @@ pub fn collect_caches(
     let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
     for (def, path, origin) in candidates {
         if Instant::now() > deadline {
-            return Err("ran out of time looking at cache locations".into());
+            return Err(Unchecked::OutOfTime("looking at cache locations"));
         }
         let Some(real) = place::resolve(host, &path) else {
             continue;
@@ -593,7 +596,7 @@ pub fn collect_caches(
     let mut seen_files: BTreeSet<PathBuf> = BTreeSet::new();
     for (def, path) in files {
         if Instant::now() > deadline {
-            return Err("ran out of time reading tool configurations".into());
+            return Err(Unchecked::OutOfTime("reading tool configurations"));
         }
         let Some(real) = place::resolve(host, &path) else {
             continue;
@@ -876,11 +879,11 @@ pub fn collect_browsers(
     host: &Host,
     mounts: Option<&MountFacts>,
     deadline: Instant,
-) -> Result<BrowserFacts, String> {
+) -> Result<BrowserFacts, Unchecked> {
     if mounts.is_none() {
-        return Err(
-            "no mount table: whether browser profiles outlive the container cannot be told".into(),
-        );
+        return Err(Unchecked::Missing(
+            "no mount table: whether browser profiles outlive the container cannot be told",
+        ));
     }
     let users = Users::load(host);
     let homes = place::homes(host, &users, mounts);
@@ -913,7 +916,7 @@ pub fn collect_browsers(
     let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
     for (def, path, origin) in cands {
         if Instant::now() > deadline {
-            return Err("ran out of time looking at browser profiles".into());
+            return Err(Unchecked::OutOfTime("looking at browser profiles"));
         }
         let Some(real) = place::resolve(host, &path) else {
             continue;
@@ -1202,9 +1205,11 @@ pub fn collect_artifacts(
     host: &Host,
     mounts: Option<&MountFacts>,
     deadline: Instant,
-) -> Result<ArtifactFacts, String> {
+) -> Result<ArtifactFacts, Unchecked> {
     let Some(m) = mounts else {
-        return Err("no mount table: persistent mounts cannot be told apart".into());
+        return Err(Unchecked::Missing(
+            "no mount table: persistent mounts cannot be told apart",
+        ));
     };
     let users = Users::load(host);
     let all_points: BTreeSet<PathBuf> = m

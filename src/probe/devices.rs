@@ -9,6 +9,7 @@ use nix::unistd::AccessFlags;
 use serde::Serialize;
 
 use crate::catalog;
+use crate::facts::unchecked::Unchecked;
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
 
@@ -33,9 +34,13 @@ pub struct DeviceFacts {
     pub truncated: bool,
 }
 
-pub fn collect(host: &Host) -> Result<DeviceFacts, String> {
+pub fn collect(host: &Host) -> Result<DeviceFacts, Unchecked> {
     let dev = host.path("/dev");
-    let rd = std::fs::read_dir(&dev).map_err(|e| format!("cannot list /dev: {e}"))?;
+    let rd = std::fs::read_dir(&dev).map_err(|error| Unchecked::Unreadable {
+        verb: "list",
+        path: "/dev".into(),
+        error,
+    })?;
     let mut f = DeviceFacts::default();
     let mut stack = vec![(rd, 1usize)];
     let mut seen = 0usize;

@@ -28,6 +28,7 @@ use serde::Serialize;
 
 use crate::facts::boundary::{self, Boundary};
 use crate::facts::mounts::{self as mount_table, MountFacts};
+use crate::facts::unchecked::Unchecked;
 use crate::host::{Cleanup, Host};
 use crate::policy::Policy;
 
@@ -89,7 +90,7 @@ impl std::fmt::Display for ProbeStatus {
 
 pub enum Outcome<T> {
     Done(T),
-    Failed(String),
+    Failed(Unchecked),
     TimedOut,
     Panicked(String),
 }
@@ -102,13 +103,13 @@ pub struct Running<T> {
     deadline: Instant,
     /// The probe's result and how long it ran, measured on its own thread
     /// (waiting on the probes one after another must not add to it).
-    rx: mpsc::Receiver<(std::thread::Result<Result<T, String>>, Duration)>,
+    rx: mpsc::Receiver<(std::thread::Result<Result<T, Unchecked>>, Duration)>,
 }
 
 pub fn spawn<T, F>(name: &'static str, phase: u8, deadline: Instant, f: F) -> Running<T>
 where
     T: Send + 'static,
-    F: FnOnce() -> Result<T, String> + Send + 'static,
+    F: FnOnce() -> Result<T, Unchecked> + Send + 'static,
 {
     let (tx, rx) = mpsc::channel();
     let started = Instant::now();
@@ -122,10 +123,7 @@ where
     if let Err(e) = spawned {
         // Could not even start a thread: report it through the same path.
         let (tx, rx2) = mpsc::channel();
-        let _ = tx.send((
-            Ok(Err(format!("cannot start a thread: {e}"))),
-            Duration::ZERO,
-        ));
+        let _ = tx.send((Ok(Err(Unchecked::NoThread(e))), Duration::ZERO));
         return Running {
             name,
             phase,
@@ -155,7 +153,10 @@ impl<T> Running<T> {
         };
         let (out, status, reason) = match res {
             Ok(Ok(Ok(v))) => (Outcome::Done(v), ProbeStatus::Ok, None),
-            Ok(Ok(Err(e))) => (Outcome::Failed(e.clone()), ProbeStatus::Incomplete, Some(e)),
+            Ok(Ok(Err(e))) => {
+                let why = e.to_string();
+                (Outcome::Failed(e), ProbeStatus::Incomplete, Some(why))
+            }
             Ok(Err(p)) => {
                 let msg = p
                     .downcast_ref::<&str>()
@@ -216,10 +217,10 @@ pub struct Facts {
 /// Why a probe has no facts: what the incomplete finding says and the
 /// scorecard reads. Typed, so the run's deadline is told from a probe's own
 /// budget without matching on message text.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Cut {
     /// It returned an error: it could not check (the reason says what).
-    Failed(String),
+    Failed(Unchecked),
     /// Its own budget (PROBE_BUDGET, or the network's) passed first.
     TimedOut,
     /// The run's deadline (--timeout) passed before it finished.
@@ -229,7 +230,7 @@ pub enum Cut {
 }
 
 /// One probe that ended without facts.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Unfinished {
     pub probe: &'static str,
     pub phase: u8,
@@ -287,14 +288,14 @@ struct Entry {
     phase: u8,
     /// How long before the probe's deadline its own work stops.
     margin: Duration,
-    run: fn(&Input) -> Result<Fill, String>,
+    run: fn(&Input) -> Result<Fill, Unchecked>,
 }
 
 const fn entry(
     name: &'static str,
     phase: u8,
     margin_ms: u64,
-    run: fn(&Input) -> Result<Fill, String>,
+    run: fn(&Input) -> Result<Fill, Unchecked>,
 ) -> Entry {
     Entry {
         name,
@@ -492,7 +493,11 @@ pub fn gather(ctx: Arc<Context>) -> Gathered {
     // A probe that timed out once the run's deadline had passed was cut by
     // --timeout, not by its own budget: the run as a whole is unfinished.
     if Instant::now() >= ctx.host.deadline() {
-        for u in g.unfinished.iter_mut().filter(|u| u.cut == Cut::TimedOut) {
+        for u in g
+            .unfinished
+            .iter_mut()
+            .filter(|u| matches!(u.cut, Cut::TimedOut))
+        {
             u.cut = Cut::RunDeadline;
         }
         g.cut_by_deadline = g

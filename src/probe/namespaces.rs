@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::facts::boundary::{Boundary, Kind};
+use crate::facts::unchecked::Unchecked;
 use crate::finding::Finding;
 use crate::host::Host;
 
@@ -62,7 +63,7 @@ pub fn parse_net_dev(text: &str) -> Vec<String> {
         .collect()
 }
 
-pub fn collect(host: &Host) -> Result<NsFacts, String> {
+pub fn collect(host: &Host) -> Result<NsFacts, Unchecked> {
     let mut f = NsFacts::default();
     for (name, _) in INIT_INODES {
         match host.read_link(format!("/proc/self/ns/{name}")) {
@@ -86,7 +87,9 @@ pub fn collect(host: &Host) -> Result<NsFacts, String> {
         }
     }
     if f.inodes.is_empty() && !host.path("/proc/self").exists() {
-        return Err("no /proc/self: namespaces cannot be read".into());
+        return Err(Unchecked::Missing(
+            "no /proc/self: namespaces cannot be read",
+        ));
     }
     f.kthreadd_visible = match host.read("/proc/2/status") {
         Ok(s) => Some(

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::catalog;
 use crate::facts::boundary::Boundary;
+use crate::facts::unchecked::Unchecked;
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
 use crate::policy::Policy;
@@ -50,7 +51,7 @@ pub fn parse_status(text: &str) -> BTreeMap<&str, &str> {
         .collect()
 }
 
-pub fn parse_id_map(text: &str) -> Result<Vec<(u64, u64, u64)>, String> {
+pub fn parse_id_map(text: &str) -> Result<Vec<(u64, u64, u64)>, Unchecked> {
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
@@ -58,10 +59,18 @@ pub fn parse_id_map(text: &str) -> Result<Vec<(u64, u64, u64)>, String> {
                 .split_whitespace()
                 .map(|x| x.parse::<u64>())
                 .collect::<Result<_, _>>()
-                .map_err(|_| format!("uid_map line '{}' is not three numbers", l.trim()))?;
+                .map_err(|_| {
+                    Unchecked::Malformed(format!(
+                        "uid_map line '{}' is not three numbers",
+                        l.trim()
+                    ))
+                })?;
             match v[..] {
                 [a, b, c] => Ok((a, b, c)),
-                _ => Err(format!("uid_map line '{}' is not three numbers", l.trim())),
+                _ => Err(Unchecked::Malformed(format!(
+                    "uid_map line '{}' is not three numbers",
+                    l.trim()
+                ))),
             }
         })
         .collect()
@@ -69,7 +78,7 @@ pub fn parse_id_map(text: &str) -> Result<Vec<(u64, u64, u64)>, String> {
 
 /// The identity, capability sets and seccomp state of a status file (proc(5)):
 /// the part of the facts that /proc/self/status alone decides.
-pub fn from_status(status: &str) -> Result<PrivFacts, String> {
+pub fn from_status(status: &str) -> Result<PrivFacts, Unchecked> {
     let s = parse_status(status);
     let mut f = PrivFacts::default();
     let ids = |k: &str| -> Vec<u32> {
@@ -84,7 +93,9 @@ pub fn from_status(status: &str) -> Result<PrivFacts, String> {
     f.uid = ids("Uid");
     f.gid = ids("Gid");
     if f.uid.len() < 2 {
-        return Err("/proc/self/status has no Uid line".into());
+        return Err(Unchecked::Malformed(
+            "/proc/self/status has no Uid line".into(),
+        ));
     }
     let cap = |k: &str| s.get(k).and_then(|v| u64::from_str_radix(v, 16).ok());
     match (cap("CapInh"), cap("CapPrm"), cap("CapEff"), cap("CapBnd")) {
@@ -97,7 +108,11 @@ pub fn from_status(status: &str) -> Result<PrivFacts, String> {
                 ambient: cap("CapAmb").unwrap_or(0),
             }
         }
-        _ => return Err("/proc/self/status has no capability sets".into()),
+        _ => {
+            return Err(Unchecked::Malformed(
+                "/proc/self/status has no capability sets".into(),
+            ))
+        }
     }
     f.no_new_privs = s.get("NoNewPrivs").map(|v| *v == "1");
     f.seccomp = s.get("Seccomp").and_then(|v| v.parse().ok());
@@ -105,10 +120,10 @@ pub fn from_status(status: &str) -> Result<PrivFacts, String> {
     Ok(f)
 }
 
-pub fn collect(host: &Host) -> Result<PrivFacts, String> {
+pub fn collect(host: &Host) -> Result<PrivFacts, Unchecked> {
     let status = host
         .read("/proc/self/status")
-        .map_err(|e| format!("cannot read /proc/self/status: {e}"))?;
+        .map_err(|e| Unchecked::unreadable("/proc/self/status", e))?;
     let mut f = from_status(&status)?;
     // Without it (gVisor has none) the bounding set stands in: no set can
     // hold a capability above its highest bit, so nothing is lost, and a
@@ -122,18 +137,18 @@ pub fn collect(host: &Host) -> Result<PrivFacts, String> {
     match host.read("/proc/self/uid_map") {
         Ok(t) => match parse_id_map(&t) {
             Ok(m) => f.uid_map = m,
-            Err(e) => f.incomplete.push(("uid_map".into(), e)),
+            Err(e) => f.incomplete.push(("uid_map".into(), e.to_string())),
         },
         Err(e) => f.incomplete.push(("uid_map".into(), e.to_string())),
     }
     match read_lsm(host) {
         Ok(l) => f.lsm_label = l,
-        Err(e) => f.incomplete.push(("lsm".into(), e)),
+        Err(e) => f.incomplete.push(("lsm".into(), e.to_string())),
     }
     Ok(f)
 }
 
-fn read_lsm(host: &Host) -> Result<Option<String>, String> {
+fn read_lsm(host: &Host) -> Result<Option<String>, Unchecked> {
     // The AppArmor-specific file exists where several LSMs stack; the
     // generic one answers EINVAL when no LSM labels processes.
     for p in [
@@ -149,13 +164,13 @@ fn read_lsm(host: &Host) -> Result<Option<String>, String> {
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) if e.raw_os_error() == Some(nix::libc::EINVAL) => return Ok(None),
-            Err(e) => return Err(format!("cannot read {p}: {e}")),
+            Err(e) => return Err(Unchecked::unreadable(p, e)),
         }
     }
     if host.path("/proc/self").is_dir() {
         Ok(None)
     } else {
-        Err("no /proc/self/attr".into())
+        Err(Unchecked::Missing("no /proc/self/attr"))
     }
 }
 

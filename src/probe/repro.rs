@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use crate::facts::mounts::MountFacts;
 use crate::facts::place;
+use crate::facts::unchecked::Unchecked;
 use crate::finding::Finding;
 use crate::host::Host;
 mod tools;
@@ -848,7 +849,7 @@ pub fn collect(
     mounts: Option<&MountFacts>,
     workspace: Option<&Path>,
     deadline: Instant,
-) -> Result<ReproFacts, String> {
+) -> Result<ReproFacts, Unchecked> {
     let mut f = ReproFacts {
         image: identity(host, mounts),
         workspace: workspace.map(|w| w.to_string_lossy().into_owned()),

@@ -32,6 +32,7 @@ use nix::unistd::AccessFlags;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::facts::unchecked::Unchecked;
 use crate::finding::{Finding, Severity};
 use crate::host::{read_regular, Host};
 use crate::util::command::{self, ToolStatus};
@@ -775,13 +776,15 @@ fn mode_allows_write(meta: &std::fs::Metadata, id: &Identity, dir: bool) -> bool
     m & w != 0 && (!dir || m & x != 0)
 }
 
-pub fn collect(host: &Host, deadline: Instant) -> Result<RootPathFacts, String> {
+pub fn collect(host: &Host, deadline: Instant) -> Result<RootPathFacts, Unchecked> {
     let status = host
         .read("/proc/self/status")
-        .map_err(|e| format!("cannot read /proc/self/status: {e}"))?;
+        .map_err(|e| Unchecked::unreadable("/proc/self/status", e))?;
     let mut f = RootPathFacts::default();
     let uids = ids(status_field(&status, "Uid"));
-    f.uid = *uids.get(1).ok_or("/proc/self/status has no Uid line")?;
+    f.uid = *uids
+        .get(1)
+        .ok_or_else(|| Unchecked::Malformed("/proc/self/status has no Uid line".into()))?;
     let mut gids = ids(status_field(&status, "Gid"));
     gids.truncate(2);
     gids.extend(ids(status_field(&status, "Groups")));

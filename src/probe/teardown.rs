@@ -12,6 +12,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::facts::mounts::{MountClass, MountEntry, MountFacts};
+use crate::facts::unchecked::Unchecked;
 use crate::finding::Finding;
 use crate::host::{read_regular, rfc3339, Cleanup, Host};
 use crate::keys::{self, Signer};
@@ -157,8 +158,10 @@ pub fn persistent_locations(mounts: &MountFacts) -> Vec<Location> {
         .collect()
 }
 
-pub fn collect(host: &Host, mounts: Option<&MountFacts>) -> Result<TeardownFacts, String> {
-    let mounts = mounts.ok_or("no mount list: persistent locations are unknown")?;
+pub fn collect(host: &Host, mounts: Option<&MountFacts>) -> Result<TeardownFacts, Unchecked> {
+    let mounts = mounts.ok_or(Unchecked::Missing(
+        "no mount list: persistent locations are unknown",
+    ))?;
     let mut f = TeardownFacts {
         persistent: persistent_locations(mounts),
         canaries: Vec::new(),

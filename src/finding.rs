@@ -211,7 +211,7 @@ pub fn finding_id(code: &str, subject: &str) -> String {
     h.update([0]);
     h.update(subject.as_bytes());
     let d = h.finalize();
-    d[..6].iter().map(|b| format!("{b:02x}")).collect()
+    crate::util::codec::hex(&d[..6])
 }
 
 #[cfg(test)]

@@ -540,7 +540,7 @@ pub fn self_sha256() -> Option<String> {
         }
         h.update(&buf[..n]);
     }
-    Some(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Some(crate::util::codec::hex(&h.finalize()))
 }
 
 /// A random run id; falls back to a hash of time and pid where
@@ -556,7 +556,7 @@ pub fn run_id() -> String {
         h.update(format!("{:?}{}", SystemTime::now(), std::process::id()));
         bytes.copy_from_slice(&h.finalize()[..8]);
     }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::util::codec::hex(&bytes)
 }
 
 /// Seconds since the epoch as an RFC 3339 UTC timestamp with milliseconds.

@@ -417,10 +417,7 @@ fn pem_label(text: &str) -> Option<&str> {
 }
 
 fn sanitize_label(s: &str) -> String {
-    s.chars()
-        .filter(|c| c.is_ascii_graphic() || *c == ' ')
-        .take(64)
-        .collect()
+    crate::util::sanitize::ascii(s, 64)
 }
 
 fn parse_openssh(text: &str) -> Result<SigningKey, String> {

@@ -183,7 +183,7 @@ pub struct Inputs {
 
 fn short(s: &str, n: usize) -> String {
     let s = s.trim();
-    let mut out: String = s.chars().filter(|c| !c.is_control()).take(n).collect();
+    let mut out = crate::util::sanitize::short(s, n);
     if s.chars().count() > n {
         out.push('…');
     }

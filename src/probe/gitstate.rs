@@ -174,7 +174,7 @@ fn is_oid(s: &str) -> bool {
 
 /// Ref names and paths come from the tree: short and printable.
 fn clean(s: &str) -> String {
-    s.chars().filter(|c| !c.is_control()).take(200).collect()
+    crate::util::sanitize::short(s, 200)
 }
 
 /// `p` against `base`, with `.` and `..` taken out lexically (a worktree's

@@ -780,10 +780,7 @@ fn devtools(resp: &Response, service: &mut BTreeMap<String, String>) -> bool {
 
 /// Service answers are attacker controlled: printable ASCII, bounded.
 fn clean(s: &str) -> String {
-    s.chars()
-        .filter(|c| c.is_ascii_graphic() || *c == ' ')
-        .take(120)
-        .collect()
+    crate::util::sanitize::ascii(s, 120)
 }
 
 fn host_header(t: &Target) -> String {

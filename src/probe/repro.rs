@@ -323,7 +323,7 @@ pub fn os_release(text: &str) -> BTreeMap<String, String> {
 }
 
 fn short(s: &str) -> String {
-    s.chars().filter(|c| !c.is_control()).take(200).collect()
+    crate::util::sanitize::short(s, 200)
 }
 
 /// FROM lines of a Containerfile: each base, pinned when it is scratch, an

@@ -285,7 +285,7 @@ fn passwd_name(text: &str, uid: u32) -> Option<String> {
 }
 
 fn short(s: &str, n: usize) -> String {
-    s.chars().filter(|c| !c.is_control()).take(n).collect()
+    crate::util::sanitize::short(s, n)
 }
 
 /// Who the sudoers and doas rules are matched against.

@@ -422,7 +422,7 @@ pub fn read_version(v: &HttpAnswer, ans: &mut EngineAnswer) {
 
 /// Engine answers are attacker-controlled text: keep them short and printable.
 fn clean(s: &str) -> String {
-    s.chars().filter(|c| !c.is_control()).take(120).collect()
+    crate::util::sanitize::short(s, 120)
 }
 
 pub struct HttpAnswer {

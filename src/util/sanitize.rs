@@ -36,6 +36,22 @@ pub fn escape(s: &str) -> String {
 
 /// As `escape`, for bytes that may not be UTF-8: invalid sequences become
 /// U+FFFD first.
+/// A value from the environment made short and inert for the report: its
+/// control characters dropped, at most `n` characters kept. (What is kept
+/// is escaped again on its way to a terminal, by `escape`.)
+pub fn short(s: &str, n: usize) -> String {
+    s.chars().filter(|c| !c.is_control()).take(n).collect()
+}
+
+/// An answer from a server or a key file's label: printable ASCII and
+/// spaces only, at most `n` characters.
+pub fn ascii(s: &str, n: usize) -> String {
+    s.chars()
+        .filter(|c| c.is_ascii_graphic() || *c == ' ')
+        .take(n)
+        .collect()
+}
+
 pub fn escape_bytes(b: &[u8]) -> String {
     escape(&String::from_utf8_lossy(b))
 }

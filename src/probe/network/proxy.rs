@@ -252,12 +252,7 @@ const SQUID_UPSTREAM_UNCONNECTED: &[&str] = &[
 
 /// Proxy answers are attacker controlled: printable ASCII, bounded.
 fn clean(s: &str, max: usize) -> String {
-    s.chars()
-        .filter(|c| c.is_ascii_graphic() || *c == ' ')
-        .take(max)
-        .collect::<String>()
-        .trim()
-        .to_string()
+    crate::util::sanitize::ascii(s, max).trim().to_string()
 }
 
 /// "squid/5.7" from `Via: 1.1 localhost (squid/5.7)`.

@@ -214,5 +214,5 @@ pub fn observe(host: &Host, deadline: Instant) -> Vec<ToolRun> {
 
 fn first_line(s: &str) -> Option<String> {
     let l = s.lines().map(str::trim).find(|l| !l.is_empty())?;
-    Some(l.chars().filter(|c| !c.is_control()).take(200).collect())
+    Some(crate::util::sanitize::short(l, 200))
 }

@@ -50,7 +50,7 @@ const MAX_TOKEN_FILE: u64 = 64 * 1024;
 
 /// Attacker-controlled text (names, comm, claims) made short and inert.
 pub fn short(s: &str, n: usize) -> String {
-    s.chars().filter(|c| !c.is_control()).take(n).collect()
+    crate::util::sanitize::short(s, n)
 }
 
 #[derive(Debug, Clone)]

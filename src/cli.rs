@@ -241,7 +241,7 @@ impl RunArgs {
                     w.display()
                 ));
             };
-            Some((normalize(&w), "--workspace".to_string()))
+            Some((crate::util::path::normalize(&w), "--workspace".to_string()))
         } else if let Some(w) = &policy.workspace {
             Some((w.clone(), "policy".to_string()))
         } else if live {
@@ -347,28 +347,12 @@ impl PubkeyArgs {
 /// For comparing output paths: absolute and lexically normalized.
 fn normalize_rel(p: &Path) -> PathBuf {
     if p.is_absolute() {
-        normalize(p)
+        crate::util::path::normalize(p)
     } else {
         std::env::current_dir()
-            .map(|d| normalize(&d.join(p)))
+            .map(|d| crate::util::path::normalize(&d.join(p)))
             .unwrap_or_else(|_| p.to_path_buf())
     }
-}
-
-/// Removes `.` and `..` lexically; the workspace is compared with mount
-/// points, which the kernel reports without either.
-fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for c in p.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::Normal(n) => out.push(n),
-            _ => {}
-        }
-    }
-    out
 }
 
 fn git_root(start: &Path) -> Option<PathBuf> {
@@ -388,8 +372,14 @@ mod tests {
 
     #[test]
     fn normalizes() {
-        assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
-        assert_eq!(normalize(Path::new("/..")), PathBuf::from("/"));
+        assert_eq!(
+            crate::util::path::normalize(Path::new("/a/./b/../c")),
+            PathBuf::from("/a/c")
+        );
+        assert_eq!(
+            crate::util::path::normalize(Path::new("/..")),
+            PathBuf::from("/")
+        );
     }
 
     #[test]

@@ -259,9 +259,19 @@ pub fn procfs_problem(dir: &Path) -> Option<String> {
 /// hanging on a FIFO planted where a file was expected; the type check keeps
 /// read(2) away from devices and sockets.
 pub fn read_regular(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    read_regular_with(path, max, 0)
+}
+
+/// `read_regular`, but never through a final symlink (O_NOFOLLOW): a ref
+/// or a package.json that links out of the tree is not the tree's.
+pub fn read_regular_nofollow(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    read_regular_with(path, max, libc_flags::O_NOFOLLOW)
+}
+
+fn read_regular_with(path: &Path, max: u64, flags: i32) -> io::Result<Vec<u8>> {
     let f = File::options()
         .read(true)
-        .custom_flags(libc_flags::O_NONBLOCK | libc_flags::O_NOCTTY)
+        .custom_flags(libc_flags::O_NONBLOCK | libc_flags::O_NOCTTY | flags)
         .open(path)?;
     let meta = f.metadata()?;
     if !meta.file_type().is_file() {

@@ -128,12 +128,9 @@ pub fn homes(host: &Host, users: &Users, mounts: Option<&MountFacts>) -> Vec<Pat
     out
 }
 
-/// Resolves `p` (absolute, inside the root) the way the kernel would inside
-/// the container, but with absolute link targets taken relative to the root,
-/// so that a link never leads out of the tree being probed. None on a loop or
-/// a dangling link; missing trailing components are kept as they are.
-pub fn resolve(host: &Host, p: &Path) -> Option<PathBuf> {
-    let mut todo: Vec<std::ffi::OsString> = p
+/// `p`'s names and `..`s, last first, for popping in order.
+fn stack(p: &Path) -> Vec<std::ffi::OsString> {
+    let mut parts: Vec<std::ffi::OsString> = p
         .components()
         .filter_map(|c| match c {
             Component::Normal(n) => Some(n.to_os_string()),
@@ -141,7 +138,16 @@ pub fn resolve(host: &Host, p: &Path) -> Option<PathBuf> {
             _ => None,
         })
         .collect();
-    todo.reverse();
+    parts.reverse();
+    parts
+}
+
+/// Resolves `p` (absolute, inside the root) the way the kernel would inside
+/// the container, but with absolute link targets taken relative to the root,
+/// so that a link never leads out of the tree being probed. None on a loop or
+/// a dangling link; missing trailing components are kept as they are.
+pub fn resolve(host: &Host, p: &Path) -> Option<PathBuf> {
+    let mut todo = stack(p);
     let mut cur = PathBuf::from("/");
     let mut links = 0;
     let mut missing = false;
@@ -165,16 +171,7 @@ pub fn resolve(host: &Host, p: &Path) -> Option<PathBuf> {
                 if target.is_absolute() {
                     cur = PathBuf::from("/");
                 }
-                let mut parts: Vec<std::ffi::OsString> = target
-                    .components()
-                    .filter_map(|c| match c {
-                        Component::Normal(n) => Some(n.to_os_string()),
-                        Component::ParentDir => Some("..".into()),
-                        _ => None,
-                    })
-                    .collect();
-                parts.reverse();
-                todo.extend(parts);
+                todo.extend(stack(&target));
             }
             Ok(_) => cur = next,
             Err(_) => {

@@ -79,21 +79,15 @@ pub fn runnable(host: &Host, name: &str) -> Result<PathBuf, String> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
-    use std::path::Path;
-
-    fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
-        let p = dir.join(name);
-        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        p
-    }
 
     #[test]
     fn refuses_binaries_others_can_change() {
         let dir = std::env::temp_dir().join(format!("selfprobe-refuse-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let p = script(&dir, "t", "true");
+        let p = dir.join("t");
+        std::fs::write(&p, "#!/bin/sh\ntrue\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert_eq!(refuse(&std::fs::metadata(&p).unwrap()), None);
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o777)).unwrap();
         assert!(refuse(&std::fs::metadata(&p).unwrap())

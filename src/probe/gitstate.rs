@@ -15,15 +15,13 @@
 //! status would run (clean filters, fsmonitor, includes of other files):
 //! the status is then unknown, with the reason.
 
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use crate::facts::programs;
-use crate::host::Host;
+use crate::host::{read_regular_nofollow, Host};
 use crate::util::command;
 
 /// A ref file, HEAD or a gitdir pointer is a line; packed-refs can be long.
@@ -150,22 +148,9 @@ impl Repository {
 /// Reads a small regular file without following a final symlink: a ref
 /// that links out of the tree is not a ref.
 fn read_small(host: &Host, p: &Path, max: u64) -> Option<String> {
-    let f = std::fs::File::options()
-        .read(true)
-        .custom_flags(
-            (nix::fcntl::OFlag::O_NOFOLLOW
-                | nix::fcntl::OFlag::O_NONBLOCK
-                | nix::fcntl::OFlag::O_NOCTTY)
-                .bits(),
-        )
-        .open(host.path(p))
-        .ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut buf = Vec::new();
-    f.take(max).read_to_end(&mut buf).ok()?;
-    Some(String::from_utf8_lossy(&buf).into_owned())
+    read_regular_nofollow(&host.path(p), max)
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
 fn is_oid(s: &str) -> bool {
@@ -186,17 +171,7 @@ fn join_rel(base: &Path, p: &str) -> PathBuf {
     } else {
         base.join(p)
     };
-    let mut out = PathBuf::from("/");
-    for c in joined.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::Normal(n) => out.push(n),
-            _ => {}
-        }
-    }
-    out
+    crate::util::path::normalize(&joined)
 }
 
 /// The directory holding `.git` at or above `start`, and that `.git`.

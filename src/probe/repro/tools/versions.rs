@@ -6,10 +6,9 @@
 //! kept only when it looks like a version.
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::host::Host;
+use crate::host::{read_regular_nofollow, Host};
 
 const SMALL: u64 = 64 * 1024;
 /// dpkg's status in a full Debian image is about 0.5 MB.
@@ -21,18 +20,9 @@ const PACKAGE_UP: usize = 4;
 /// Never through a final symlink: a package.json linked out of the tree
 /// is not the tree's.
 fn read(host: &Host, p: &Path, max: u64) -> Option<String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::File::options()
-        .read(true)
-        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
-        .open(host.path(p))
-        .ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut buf = Vec::new();
-    f.take(max).read_to_end(&mut buf).ok()?;
-    Some(String::from_utf8_lossy(&buf).into_owned())
+    read_regular_nofollow(&host.path(p), max)
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
 /// A version as files write it: starts with a digit (or v/go and a digit),

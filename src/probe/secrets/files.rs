@@ -1217,7 +1217,7 @@ fn openssh_encrypted(body: &str) -> Option<bool> {
         return None;
     }
     b64.truncate(b64.len() - b64.len() % 4);
-    let bytes = tokens::b64_decode(std::str::from_utf8(&b64).ok()?)?;
+    let bytes = crate::util::codec::b64_decode_loose(std::str::from_utf8(&b64).ok()?)?;
     let rest = bytes.strip_prefix(b"openssh-key-v1\0")?;
     let n = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
     let cipher = rest.get(4..4 + n)?;

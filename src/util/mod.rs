@@ -4,6 +4,7 @@
 pub mod codec;
 pub mod command;
 pub mod glob;
+pub mod jsonc;
 pub mod redact;
 pub mod sanitize;
 pub mod socket;

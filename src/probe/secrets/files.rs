@@ -1067,7 +1067,7 @@ const REFRESH_NOTE: &str = "a refresh token beside it renews the session past th
 /// json-fields: the fields that hold a credential, listed by path; the
 /// stated expiry or the JWT's becomes a token judged against max_token_ttl.
 fn json_fields(rule: &FileRule, text: &str, path: &str, d: &mut Details) {
-    let Some(j) = structured::parse_json(text) else {
+    let Some(j) = crate::util::jsonc::parse_json(text) else {
         // Larger than max_read or not JSON: the field names alone.
         for f in &rule.fields {
             let last = f.rsplit('.').next().unwrap_or(f);

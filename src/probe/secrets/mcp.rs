@@ -223,7 +223,7 @@ pub fn collect(host: &Host, idx: &MountIndex, places: &Places, deadline: Instant
         cfg.readable = true;
         let text = String::from_utf8_lossy(&bytes);
         let doc = match rule.format {
-            McpFormat::Json => super::structured::parse_json(&text),
+            McpFormat::Json => crate::util::jsonc::parse_json(&text),
             McpFormat::Toml => toml::from_str::<toml::Value>(&text)
                 .ok()
                 .and_then(|t| serde_json::to_value(t).ok()),

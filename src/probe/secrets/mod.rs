@@ -1210,7 +1210,7 @@ mod tests {
             let _ = rules::env_secrets().classify("X_TOKEN", &text);
             let _ = structured::scan_keys(&text, &["apiKey".to_string()]);
             let _ = structured::parse_rfc3339(&text);
-            if let Some(Value::Object(m)) = structured::parse_json(&text) {
+            if let Some(Value::Object(m)) = crate::util::jsonc::parse_json(&text) {
                 let _ = mcp::test_server(&m);
             }
         }

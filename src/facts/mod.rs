@@ -8,3 +8,4 @@ pub mod boundary;
 pub mod mounts;
 pub mod place;
 pub mod programs;
+pub mod users;

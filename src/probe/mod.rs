@@ -27,6 +27,7 @@ use serde::Serialize;
 
 use crate::facts::boundary::{self, Boundary};
 use crate::facts::mounts::{self as mount_table, MountFacts};
+use crate::facts::users;
 use crate::finding::Finding;
 use crate::host::{Cleanup, Host};
 use crate::policy::Policy;
@@ -303,6 +304,40 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     })
     .wait(&mut records);
     let mount_facts = take(m, "mounts", 1, &mut findings, &mut panicked).map(Arc::new);
+    // Users and homes, once (src/facts/users.rs), for the probes that name
+    // owners or look in homes. After the mount table: mounts show homes too,
+    // and nothing on a mount that did not answer is looked at. Under a
+    // deadline of its own, so a slow /home costs this one step.
+    let (c, mf) = (ctx.clone(), mount_facts.clone());
+    let u = spawn(
+        "users",
+        1,
+        ctx.host.deadline_within(users::BUDGET),
+        move || Ok(users::Users::collect(&c.host, mf.as_deref())),
+    )
+    .wait(&mut records);
+    let users_fact = take(u, "users", 1, &mut findings, &mut panicked);
+    if users_fact.is_none() {
+        // The readers go on as with an unreadable /etc/passwd and no homes
+        // found; each says what that left unchecked.
+        for (probe, phase, what) in [
+            (
+                "rootpaths",
+                2,
+                "the user's name, which sudoers and doas rules match",
+            ),
+            ("secrets", 3, "the credential files in homes"),
+            ("caches", 5, "the caches and tool configurations in homes"),
+            ("browsers", 5, "the browser profiles in homes"),
+        ] {
+            let why = format!("{what} could not be checked: the users fact did not finish");
+            let mut f = incomplete(probe, phase, why);
+            f.subject = format!("{probe}:users");
+            f.id = crate::finding::finding_id(&f.code, &f.subject);
+            findings.push(f);
+        }
+    }
+    let users_fact = Arc::new(users_fact.unwrap_or_default());
     let boundary_facts = take(
         boundary_running.wait(&mut records),
         "boundary",
@@ -355,7 +390,7 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     let privilege = spawn("privilege", 2, budget(&ctx), move || {
         privilege::collect(&c.host)
     });
-    let c = ctx.clone();
+    let (c, uf) = (ctx.clone(), users_fact.clone());
     let rp_deadline = budget(&ctx);
     // `sudo -n -l` and the program scan stop a little before the runner
     // gives up on the probe, so a hung sudo is a classified answer.
@@ -363,7 +398,7 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         .checked_sub(Duration::from_millis(300))
         .unwrap_or(rp_deadline);
     let rootpaths = spawn("rootpaths", 2, rp_deadline, move || {
-        rootpaths::collect(&c.host, inner)
+        rootpaths::collect(&c.host, &uf, inner)
     });
     let c = ctx.clone();
     let namespaces = spawn("namespaces", 2, budget(&ctx), move || {
@@ -394,15 +429,14 @@ pub fn run(ctx: Arc<Context>) -> Collected {
     });
 
     // Phase 3 secrets need only the mounts; they run beside phase 2.
-    let c = ctx.clone();
-    let mf = mount_facts.clone();
+    let (c, mf, uf) = (ctx.clone(), mount_facts.clone(), users_fact.clone());
     let sec_deadline = budget(&ctx);
     let inner = sec_deadline
         .checked_sub(Duration::from_millis(300))
         .unwrap_or(sec_deadline);
     let secrets = spawn("secrets", 3, sec_deadline, move || {
         let ws = c.workspace.as_ref().map(|w| w.0.as_path());
-        Ok(secrets::collect(&c.host, mf.as_deref(), ws, inner))
+        Ok(secrets::collect(&c.host, mf.as_deref(), &uf, ws, inner))
     });
 
     // Phases 4 and 5 need the mount table (which mount holds a cache, a
@@ -415,17 +449,20 @@ pub fn run(ctx: Arc<Context>) -> Collected {
         repro::collect(&c.host, mf.as_deref(), ws, inner(d))
     });
     let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
+    let uf = users_fact.clone();
     let caches = spawn("caches", 5, d, move || {
         let ws = c.workspace.as_ref().map(|w| w.0.as_path());
-        artifacts::collect_caches(&c.host, mf.as_deref(), ws, inner(d))
+        artifacts::collect_caches(&c.host, mf.as_deref(), &uf, ws, inner(d))
     });
     let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
+    let uf = users_fact.clone();
     let browsers = spawn("browsers", 5, d, move || {
-        artifacts::collect_browsers(&c.host, mf.as_deref(), inner(d))
+        artifacts::collect_browsers(&c.host, mf.as_deref(), &uf, inner(d))
     });
     let (c, mf, d) = (ctx.clone(), mount_facts.clone(), budget(&ctx));
+    let uf = users_fact.clone();
     let persistent = spawn("artifacts", 5, d, move || {
-        artifacts::collect_artifacts(&c.host, mf.as_deref(), inner(d))
+        artifacts::collect_artifacts(&c.host, mf.as_deref(), &uf, inner(d))
     });
     // The repository's git state: read from .git, the status from git.
     let (c, d) = (ctx.clone(), budget(&ctx));

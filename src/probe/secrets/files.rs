@@ -31,7 +31,8 @@ use super::rules::{
 };
 use super::structured;
 use super::tokens::{self, Token};
-use super::{MountIndex, Passwd};
+use super::MountIndex;
+use crate::facts::users::Users;
 use crate::host::Host;
 use crate::util::glob::{matches_component, Glob};
 
@@ -333,7 +334,7 @@ pub fn comps(p: &Path) -> Vec<String> {
 pub struct Search<'a> {
     host: &'a Host,
     mounts: &'a MountIndex,
-    passwd: &'a Passwd,
+    users: &'a Users,
     walk_deadline: Instant,
     deadline: Instant,
     visited: HashSet<(u64, u64)>,
@@ -362,7 +363,7 @@ impl<'a> Search<'a> {
     pub fn new(
         host: &'a Host,
         mounts: &'a MountIndex,
-        passwd: &'a Passwd,
+        users: &'a Users,
         walk_deadline: Instant,
         deadline: Instant,
     ) -> Search<'a> {
@@ -370,7 +371,7 @@ impl<'a> Search<'a> {
         Search {
             host,
             mounts,
-            passwd,
+            users,
             walk_deadline,
             deadline,
             visited: HashSet::new(),
@@ -920,7 +921,7 @@ impl<'a> Search<'a> {
             rule: rule.path.clone(),
             origin: c.origin.clone(),
             owner_uid: meta.uid(),
-            owner: self.passwd.name_of(meta.uid()),
+            owner: self.users.name_of(meta.uid()),
             mode: format!("{:04o}", meta.mode() & 0o7777),
             size: meta.len(),
             readable,
@@ -956,7 +957,7 @@ impl<'a> Search<'a> {
             shell: credentials().history[i].shell.clone(),
             size: meta.len(),
             owner_uid: meta.uid(),
-            owner: self.passwd.name_of(meta.uid()),
+            owner: self.users.name_of(meta.uid()),
             readable: false,
             mount,
             mount_class,
@@ -1468,9 +1469,9 @@ mod tests {
         }
         let host = Host::new(dir.clone(), std::time::Duration::from_secs(30));
         let idx = MountIndex::new(None);
-        let passwd = Passwd::read(&host, Path::new("/etc/passwd"));
+        let users = Users::collect(&host, None);
         let far = Instant::now() + std::time::Duration::from_secs(30);
-        let mut s = Search::new(&host, &idx, &passwd, far, far);
+        let mut s = Search::new(&host, &idx, &users, far, far);
         s.walk(&Root {
             path: PathBuf::from("/ws"),
             origin: "workspace".into(),

@@ -38,8 +38,9 @@ use self::history::History;
 use self::rules::{credentials, Protocol};
 use self::tokens::Token;
 use crate::facts::mounts::{MountClass, MountFacts};
+use crate::facts::users::Users;
 use crate::finding::{Finding, Severity};
-use crate::host::{read_regular, Host};
+use crate::host::Host;
 use crate::policy::Policy;
 
 /// When the policy names no [secrets] max_token_ttl: a token that outlives
@@ -51,76 +52,6 @@ const MAX_TOKEN_FILE: u64 = 64 * 1024;
 /// Attacker-controlled text (names, comm, claims) made short and inert.
 pub fn short(s: &str, n: usize) -> String {
     s.chars().filter(|c| !c.is_control()).take(n).collect()
-}
-
-#[derive(Debug, Clone)]
-pub struct PwEntry {
-    pub name: String,
-    pub uid: u32,
-    pub home: String,
-    pub shell: String,
-}
-
-/// /etc/passwd parsed by hand: static glibc has no NSS.
-#[derive(Debug, Clone, Default)]
-pub struct Passwd {
-    pub entries: Vec<PwEntry>,
-}
-
-impl Passwd {
-    pub fn parse(text: &str) -> Passwd {
-        let entries = text
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .filter_map(|l| {
-                let f: Vec<&str> = l.split(':').collect();
-                (f.len() >= 7).then(|| PwEntry {
-                    name: short(f[0], 32),
-                    uid: f[2].parse().unwrap_or(u32::MAX),
-                    home: f[5].to_string(),
-                    shell: f[6].to_string(),
-                })
-            })
-            .take(10_000)
-            .collect();
-        Passwd { entries }
-    }
-
-    pub fn read(host: &Host, path: &Path) -> Passwd {
-        read_regular(&host.path(path), 4 << 20)
-            .map(|b| Passwd::parse(&String::from_utf8_lossy(&b)))
-            .unwrap_or_default()
-    }
-
-    pub fn name_of(&self, uid: u32) -> Option<String> {
-        self.entries
-            .iter()
-            .find(|e| e.uid == uid)
-            .map(|e| e.name.clone())
-    }
-
-    /// Homes worth searching: real users' homes, and any home of an account
-    /// with a login shell; not /, /nonexistent or system directories.
-    pub fn homes(&self) -> impl Iterator<Item = &str> {
-        self.entries.iter().filter_map(|e| {
-            let h = e.home.trim_end_matches('/');
-            let h = if h.is_empty() { "/" } else { h };
-            let system = [
-                "/bin", "/sbin", "/usr", "/lib", "/dev", "/proc", "/sys", "/run", "/var/run",
-                "/boot", "/etc",
-            ];
-            let bad = !h.starts_with('/')
-                || ["/", "/nonexistent", "/var/empty", "/dev/null"].contains(&h)
-                || system
-                    .iter()
-                    .any(|s| h == *s || h.starts_with(&format!("{s}/")));
-            let login = !(e.shell.ends_with("nologin")
-                || e.shell.ends_with("/false")
-                || e.shell.ends_with("/sync"));
-            let user_home = h == "/root" || h.starts_with("/home/");
-            (!bad && (login || user_home)).then_some(h)
-        })
-    }
 }
 
 /// Which mount a path is on, from the mounts probe.
@@ -244,6 +175,7 @@ fn getenv<'a>(vars: &'a [(String, String)], k: &str) -> Option<&'a str> {
 pub fn collect(
     host: &Host,
     mounts: Option<&MountFacts>,
+    users: &Users,
     workspace: Option<&Path>,
     deadline: Instant,
 ) -> SecretFacts {
@@ -267,9 +199,19 @@ pub fn collect(
     );
 
     let idx = MountIndex::new(mounts);
-    let passwd = Passwd::read(host, Path::new("/etc/passwd"));
-    let homes = homes(host, &passwd, mounts, &vars);
-    let mut search = Search::new(host, &idx, &passwd, walk_deadline, deadline);
+    // Every home of the users fact (src/facts/users.rs), each walked
+    // under a home's budget.
+    let homes: Vec<Root> = users
+        .homes
+        .iter()
+        .map(|h| Root {
+            path: h.path.clone(),
+            origin: h.origin.clone(),
+            alias: h.alias.clone(),
+            budget: HOME_BUDGET,
+        })
+        .collect();
+    let mut search = Search::new(host, &idx, users, walk_deadline, deadline);
     search.facts.homes = homes
         .iter()
         .map(|h| h.path.to_string_lossy().into_owned())
@@ -431,68 +373,6 @@ pub fn collect(
     facts.search = search.facts;
     facts.elapsed_us = started.elapsed().as_micros();
     facts
-}
-
-fn homes(
-    host: &Host,
-    passwd: &Passwd,
-    mounts: Option<&MountFacts>,
-    vars: &[(String, String)],
-) -> Vec<Root> {
-    let mut out: Vec<Root> = Vec::new();
-    let mut add = |path: PathBuf, origin: String, alias: Option<PathBuf>| {
-        if out.iter().any(|h| h.path == path) || !host.path(&path).is_dir() {
-            return;
-        }
-        out.push(Root {
-            path,
-            origin,
-            alias,
-            budget: HOME_BUDGET,
-        });
-    };
-    let list = |dir: &Path| -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(host.path(dir))
-            .map(|rd| {
-                rd.flatten()
-                    .take(1000)
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                    .map(|e| dir.join(e.file_name()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        v.sort();
-        v
-    };
-    for h in passwd.homes() {
-        add(PathBuf::from(h), "passwd".into(), None);
-    }
-    for h in list(Path::new("/home")) {
-        add(h, "home-dir".into(), None);
-    }
-    add(PathBuf::from("/root"), "root".into(), None);
-    if let Some(h) = getenv(vars, "HOME").filter(|h| h.starts_with('/') && *h != "/") {
-        add(PathBuf::from(h), "env:HOME".into(), None);
-    }
-    // The host's own homes, through a mount of its root filesystem.
-    for e in mounts.into_iter().flat_map(|m| &m.mounts) {
-        if e.class != MountClass::HostRoot {
-            continue;
-        }
-        let m = &e.mount.mount_point;
-        let origin = format!("host-root:{}", m.display());
-        let hp = Passwd::read(host, &m.join("etc/passwd"));
-        for h in hp.homes() {
-            let rel = h.trim_start_matches('/');
-            add(m.join(rel), origin.clone(), Some(PathBuf::from(h)));
-        }
-        for h in list(&m.join("home")) {
-            let alias = h.strip_prefix(m).ok().map(|r| Path::new("/").join(r));
-            add(h, origin.clone(), alias);
-        }
-        add(m.join("root"), origin.clone(), Some(PathBuf::from("/root")));
-    }
-    out
 }
 
 fn query_agents(
@@ -1205,7 +1085,7 @@ mod tests {
             let _ = agents::parse_identities(&buf);
             let _ = helpers::git_config_helpers(&text);
             let _ = helpers::classify(&text);
-            let _ = Passwd::parse(&text);
+            let _ = crate::facts::users::Passwd::parse(&text);
             let _ = rules::env_secrets().line_hit(&text);
             let _ = rules::env_secrets().classify("X_TOKEN", &text);
             let _ = structured::scan_keys(&text, &["apiKey".to_string()]);
@@ -1214,16 +1094,5 @@ mod tests {
                 let _ = mcp::test_server(&m);
             }
         }
-    }
-
-    #[test]
-    fn passwd_homes() {
-        let p = Passwd::parse(
-            "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/usr/sbin/nologin\nwww:x:33:33::/var/www:/usr/sbin/nologin\npg:x:70:70::/var/lib/postgresql:/bin/bash\nalice:x:1000:1000::/home/alice:/usr/sbin/nologin\nnobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\nbad line\n",
-        );
-        let h: Vec<&str> = p.homes().collect();
-        assert_eq!(h, vec!["/root", "/var/lib/postgresql", "/home/alice"]);
-        assert_eq!(p.name_of(1000).as_deref(), Some("alice"));
-        assert_eq!(p.name_of(4), None);
     }
 }

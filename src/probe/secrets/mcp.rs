@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 
 use super::files::{read_head, Root};
 use super::rules::{credentials, env_secrets, placeholder, McpFormat, McpPlace};
-use super::{short, MountIndex};
+use super::{scoped_file, short, MountIndex};
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
 use crate::policy::Policy;
@@ -182,25 +182,11 @@ pub fn collect(host: &Host, idx: &MountIndex, places: &Places, deadline: Instant
             break;
         }
         let rule = &credentials().mcp[i];
-        let hp = host.path(&path);
-        let Ok(lmeta) = std::fs::symlink_metadata(&hp) else {
-            continue;
-        };
         // A dotfile manager's symlink is followed as long as it stays in
-        // the probed tree; nothing but a regular file is opened.
-        let Ok(real) = std::fs::canonicalize(&hp) else {
+        // the probed tree.
+        let Some((real, meta)) = scoped_file(host, &path, &root, &mut seen) else {
             continue;
         };
-        if !real.starts_with(&root) {
-            continue;
-        }
-        let Ok(meta) = std::fs::metadata(&real) else {
-            continue;
-        };
-        if !meta.is_file() || !seen.insert((meta.dev(), meta.ino())) {
-            continue;
-        }
-        let _ = lmeta;
         let mut cfg = McpConfig {
             path: path.to_string_lossy().into_owned(),
             client: rule.client.clone(),

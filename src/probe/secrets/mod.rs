@@ -445,6 +445,24 @@ fn query_agents(
     }
 }
 
+/// The regular file `path` (in-root) resolves to, with its metadata, when
+/// it stays inside `scope` (a canonical host path) and its inode was not
+/// seen before: links are followed that far and no further, and nothing
+/// but a regular file is opened.
+pub fn scoped_file(
+    host: &Host,
+    path: &Path,
+    scope: &Path,
+    seen: &mut HashSet<(u64, u64)>,
+) -> Option<(PathBuf, std::fs::Metadata)> {
+    let real = std::fs::canonicalize(host.path(path)).ok()?;
+    if !real.starts_with(scope) {
+        return None;
+    }
+    let meta = std::fs::metadata(&real).ok()?;
+    (meta.is_file() && seen.insert((meta.dev(), meta.ino()))).then_some((real, meta))
+}
+
 fn collect_tokens(
     host: &Host,
     idx: &MountIndex,
@@ -456,23 +474,15 @@ fn collect_tokens(
     let mut out = Vec::new();
     let mut inodes = HashSet::new();
     let mut read = |path: &Path, kind: &str, jwt_only: bool, out: &mut Vec<Token>| {
-        let hp = host.path(path);
         // Projected service-account tokens are symlinks (token -> ..data/token):
         // follow them, but only inside the token's own directory.
         let scope = host.path(path.parent().unwrap_or(Path::new("/")));
-        let (Ok(real), Ok(scope)) = (std::fs::canonicalize(&hp), std::fs::canonicalize(&scope))
-        else {
+        let Ok(scope) = std::fs::canonicalize(&scope) else {
             return;
         };
-        if !real.starts_with(&scope) {
-            return;
-        }
-        let Ok(meta) = std::fs::metadata(&real) else {
+        let Some((real, _)) = scoped_file(host, path, &scope, &mut inodes) else {
             return;
         };
-        if !meta.is_file() || !inodes.insert((meta.dev(), meta.ino())) {
-            return;
-        }
         let Ok(bytes) = files::read_head(&real, MAX_TOKEN_FILE) else {
             return;
         };
@@ -620,6 +630,14 @@ fn with_all(mut f: Finding, v: Value) -> Finding {
     f
 }
 
+/// The finding at `sev` when one is given, else at its code's severity.
+fn graded(f: Finding, sev: Option<Severity>) -> Finding {
+    match sev {
+        Some(s) => f.severity(s),
+        None => f,
+    }
+}
+
 fn epoch(now: SystemTime) -> i64 {
     now.duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -635,8 +653,26 @@ fn rfc3339_secs(t: i64) -> Option<String> {
 }
 
 /// Findings from the facts: pure, so the policy's TTL and the clock are
-/// all it depends on beside them.
+/// all it depends on beside them. In this order: variables, processes,
+/// package trees, files, agents, helpers, tokens, histories, MCP servers,
+/// and what the budgets cut short.
 pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Finding> {
+    let mut out = env_findings(f);
+    out.extend(process_findings(f));
+    // Keys in a package tree are its packages' fixtures: one finding per tree.
+    out.extend(packages::evaluate(&f.search.package_trees));
+    out.extend(file_findings(f, now));
+    out.extend(agent_findings(f));
+    out.extend(helper_findings(f));
+    out.extend(token_findings(f, policy, now));
+    out.extend(history_findings(f));
+    out.extend(mcp::evaluate(&f.mcp, policy));
+    out.extend(incomplete_findings(f));
+    out
+}
+
+/// secret.env: this process's secret-looking variables, by name.
+fn env_findings(f: &SecretFacts) -> Vec<Finding> {
     let mut out = Vec::new();
     for e in &f.env {
         out.push(with_all(
@@ -657,6 +693,12 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
             json(e),
         ));
     }
+    out
+}
+
+/// secret.process-env: other processes whose environment holds secrets.
+fn process_findings(f: &SecretFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
     for p in &f.processes.hits {
         let names: Vec<&str> = p.variables.iter().map(|v| v.name.as_str()).collect();
         out.push(
@@ -678,8 +720,13 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
             .with("variables", json(&p.variables)),
         );
     }
-    // Keys in a package tree are its packages' fixtures: one finding per tree.
-    out.extend(packages::evaluate(&f.search.package_trees));
+    out
+}
+
+/// secret.file: credential files outside package trees, with what they
+/// hold, who may read them, the mount they are on and a token's expiry.
+fn file_findings(f: &SecretFacts, now: SystemTime) -> Vec<Finding> {
+    let mut out = Vec::new();
     for c in f.files.iter().filter(|c| c.package_tree.is_none()) {
         let mut what = c.kind.clone();
         if let Some(fmt) = &c.format {
@@ -748,11 +795,14 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
         if let Some(e) = c.expires_at.and_then(rfc3339_secs) {
             fnd = fnd.with("expires", e);
         }
-        if let Some(s) = sev {
-            fnd = fnd.severity(s);
-        }
-        out.push(fnd);
+        out.push(graded(fnd, sev));
     }
+    out
+}
+
+/// secret.agent-socket: SSH and GnuPG agents, by what they answered.
+fn agent_findings(f: &SecretFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
     for a in &f.agents {
         if a.outcome == AgentOutcome::NoAnswer {
             // A socket that takes the connection and stays silent may still
@@ -806,12 +856,15 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
                 format!("the {proto} agent at {} ({}) answered but did not list its keys", a.path, a.origin),
             ),
         };
-        let mut fnd = with_all(Finding::new("secret.agent-socket", &a.path, msg), json(a));
-        if let Some(s) = sev {
-            fnd = fnd.severity(s);
-        }
-        out.push(fnd);
+        let fnd = with_all(Finding::new("secret.agent-socket", &a.path, msg), json(a));
+        out.push(graded(fnd, sev));
     }
+    out
+}
+
+/// secret.credential-helper: credential helpers and relays to the IDE or host.
+fn helper_findings(f: &SecretFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
     for h in &f.helpers {
         let sev = if (h.forwarded && h.exists != Some(false)) || h.inline_secret {
             None
@@ -852,15 +905,19 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
         if h.inline_secret {
             msg.push_str("; its command line itself holds a secret-looking value");
         }
-        let mut fnd = with_all(
+        let fnd = with_all(
             Finding::new("secret.credential-helper", &h.subject, msg),
             json(h),
         );
-        if let Some(s) = sev {
-            fnd = fnd.severity(s);
-        }
-        out.push(fnd);
+        out.push(graded(fnd, sev));
     }
+    out
+}
+
+/// secret.token-long-lived and secret.token-expired: token lifetimes
+/// against the policy's max_token_ttl (or the default).
+fn token_findings(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Finding> {
+    let mut out = Vec::new();
     let now_s = epoch(now);
     let (max, max_source) = match policy.max_token_ttl {
         Some(d) => (d, "policy"),
@@ -948,6 +1005,13 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
             Some(_) => {}
         }
     }
+    out
+}
+
+/// artifact.shell-history: histories with secret-looking lines, or that
+/// survive teardown.
+fn history_findings(f: &SecretFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
     for h in &f.histories {
         let persistent = h.persistent == Some(true);
         let sev = match (h.secret_lines > 0, persistent) {
@@ -973,16 +1037,18 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
                 ""
             }
         ));
-        let mut fnd = with_all(
+        let fnd = with_all(
             Finding::new("artifact.shell-history", &h.path, msg),
             json(h),
         );
-        if let Some(s) = sev {
-            fnd = fnd.severity(s);
-        }
-        out.push(fnd);
+        out.push(graded(fnd, sev));
     }
-    out.extend(mcp::evaluate(&f.mcp, policy));
+    out
+}
+
+/// probe.incomplete for each part of the search a budget cut short.
+fn incomplete_findings(f: &SecretFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
     let incomplete = |subject: String, msg: String| {
         Finding::new("probe.incomplete", subject, msg)
             .unknown()

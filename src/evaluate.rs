@@ -69,6 +69,7 @@ pub fn evaluate(g: &Gathered, policy: &Policy, run: &Run) -> Vec<Finding> {
         out.extend(boundary::evaluate(b));
     }
     out.extend(environ_unknown(g));
+    out.extend(users_unknown(g));
 
     if let Some(r) = &facts.repro {
         out.extend(repro::evaluate(r));
@@ -213,6 +214,34 @@ fn environ_unknown(g: &Gathered) -> Vec<Finding> {
         .collect()
 }
 
+/// Without the users fact its readers went on with no names and no homes:
+/// each says what that left unchecked.
+fn users_unknown(g: &Gathered) -> Vec<Finding> {
+    if !g.users_missing {
+        return Vec::new();
+    }
+    [
+        (
+            "rootpaths",
+            2,
+            "the user's name, which sudoers and doas rules match",
+        ),
+        ("secrets", 3, "the credential files in homes"),
+        ("caches", 5, "the caches and tool configurations in homes"),
+        ("browsers", 5, "the browser profiles in homes"),
+    ]
+    .into_iter()
+    .map(|(probe, phase, what)| {
+        incomplete_part(
+            probe,
+            phase,
+            "users",
+            format!("{what} could not be checked: the users fact did not finish"),
+        )
+    })
+    .collect()
+}
+
 /// The signs of a privileged container that other probes saw: a writable
 /// /sys, writable kernel interfaces, the host's block devices.
 fn privileged_signals(g: &Gathered) -> privilege::PrivilegedSignals {
@@ -260,6 +289,7 @@ mod tests {
             env_missing: None,
             proc_untrusted: None,
             network_asked: false,
+            users_missing: false,
             timeout: Duration::from_millis(1500),
         }
     }

@@ -125,7 +125,7 @@ pub fn parse(s: &str) -> Result<Target, String> {
     if authority.contains('@') {
         return Err(format!(
             "destination '{}' carries credentials (user@ or user:password@): the policy is printed in reports, so write the destination without them",
-            redact(s)
+            crate::util::redact::redact(s)
         ));
     }
     if authority.is_empty() {
@@ -247,19 +247,6 @@ pub fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Drops `user:password@` from a URL-like string.
-pub fn redact(url: &str) -> String {
-    let Some(s) = url.find("://") else {
-        return url.to_string();
-    };
-    let rest = &url[s + 3..];
-    let end = rest.find(['/', '?']).unwrap_or(rest.len());
-    match rest[..end].rfind('@') {
-        Some(at) => format!("{}://***@{}", &url[..s], &rest[at + 1..]),
-        None => url.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,6 +303,7 @@ mod tests {
 
     #[test]
     fn redacts() {
+        use crate::util::redact::redact;
         assert_eq!(redact("http://u:p@proxy:3128"), "http://***@proxy:3128");
         assert_eq!(redact("http://proxy:3128/a@b"), "http://proxy:3128/a@b");
     }

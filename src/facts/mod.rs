@@ -9,3 +9,4 @@ pub mod mounts;
 pub mod place;
 pub mod programs;
 pub mod unchecked;
+pub mod users;

@@ -1,8 +1,8 @@
-//! Where a path lives, for the phase 4 and 5 probes: which homes exist, what a
-//! path resolves to without leaving the root, which mount holds it, whether
-//! that mount outlives the container, and who owns it.
+//! Where a path lives, for the phase 4 and 5 probes: what a path resolves
+//! to without leaving the root, which mount holds it, whether that mount
+//! outlives the container, and who owns it (the homes and the owners' names
+//! are src/facts/users.rs).
 
-use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -11,143 +11,14 @@ use serde::Serialize;
 use crate::facts::mounts::{MountClass, MountEntry, MountFacts};
 use crate::host::Host;
 
-/// At most this many homes are looked at: /etc/passwd and /home can be huge
-/// on a shared host root, and the first ones make the point.
-pub const MAX_HOMES: usize = 64;
 const MAX_LINKS: usize = 40;
-
-/// Users from /etc/passwd (parsed by hand: a static binary has no NSS).
-#[derive(Debug, Clone, Default)]
-pub struct Users {
-    pub by_uid: BTreeMap<u32, String>,
-    /// (name, home, shell)
-    pub entries: Vec<(String, String, String)>,
-}
-
-impl Users {
-    pub fn load(host: &Host) -> Users {
-        let mut u = Users::default();
-        let Ok(text) = host.read("/etc/passwd") else {
-            return u;
-        };
-        for line in text.lines().take(10_000) {
-            let f: Vec<&str> = line.split(':').collect();
-            if f.len() < 7 || line.starts_with('#') {
-                continue;
-            }
-            if let Ok(uid) = f[2].parse::<u32>() {
-                u.by_uid.entry(uid).or_insert_with(|| f[0].to_string());
-            }
-            u.entries
-                .push((f[0].to_string(), f[5].to_string(), f[6].to_string()));
-        }
-        u
-    }
-
-    pub fn owner(&self, uid: u32) -> Owner {
-        Owner {
-            uid,
-            name: self.by_uid.get(&uid).cloned(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Owner {
-    pub uid: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-}
-
-impl Owner {
-    pub fn label(&self) -> String {
-        match &self.name {
-            Some(n) => format!("{n} ({})", self.uid),
-            None => format!("uid {}", self.uid),
-        }
-    }
-}
-
-/// Every home worth looking in: /root, /home/*, login users' homes from
-/// /etc/passwd, $HOME, and host mounts that look like a home.
-pub fn homes(host: &Host, users: &Users, mounts: Option<&MountFacts>) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = Vec::new();
-    let mut add = |p: PathBuf| {
-        if out.len() < MAX_HOMES && !out.contains(&p) && host.path(&p).is_dir() {
-            out.push(p);
-        }
-    };
-    add(PathBuf::from("/root"));
-    if let Ok(rd) = std::fs::read_dir(host.path("/home")) {
-        let mut names: Vec<PathBuf> = rd
-            .flatten()
-            .take(1000)
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|e| Path::new("/home").join(e.file_name()))
-            .collect();
-        names.sort();
-        names.into_iter().for_each(&mut add);
-    }
-    for (_, home, shell) in &users.entries {
-        let login = !(shell.ends_with("nologin") || shell.ends_with("/false"));
-        let usual = ["/home/", "/root", "/Users/", "/var/home/"]
-            .iter()
-            .any(|p| home.starts_with(p));
-        if home.starts_with('/') && home != "/" && (login || usual) {
-            add(PathBuf::from(home));
-        }
-    }
-    if let Some(h) = host.env().get("HOME") {
-        let h = PathBuf::from(h);
-        if h.is_absolute() && h != Path::new("/") {
-            add(h);
-        }
-    }
-    if let Some(m) = mounts {
-        for e in &m.mounts {
-            if e.kinds.contains(&"home") {
-                add(e.mount.mount_point.clone());
-            }
-        }
-        // The host's own homes, on a mounted host root (-v /:/host).
-        for e in m.mounts.iter().filter(|e| e.class == MountClass::HostRoot) {
-            let mp = &e.mount.mount_point;
-            add(mp.join("root"));
-            if let Ok(rd) = std::fs::read_dir(host.path(mp.join("home"))) {
-                let mut names: Vec<PathBuf> = rd
-                    .flatten()
-                    .take(1000)
-                    .filter(|d| d.file_type().is_ok_and(|t| t.is_dir()))
-                    .map(|d| mp.join("home").join(d.file_name()))
-                    .collect();
-                names.sort();
-                names.into_iter().for_each(&mut add);
-            }
-        }
-    }
-    out
-}
-
-/// `p`'s names and `..`s, last first, for popping in order.
-fn stack(p: &Path) -> Vec<std::ffi::OsString> {
-    let mut parts: Vec<std::ffi::OsString> = p
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n.to_os_string()),
-            Component::ParentDir => Some("..".into()),
-            _ => None,
-        })
-        .collect();
-    parts.reverse();
-    parts
-}
 
 /// Resolves `p` (absolute, inside the root) the way the kernel would inside
 /// the container, but with absolute link targets taken relative to the root,
 /// so that a link never leads out of the tree being probed. None on a loop or
 /// a dangling link; missing trailing components are kept as they are.
 pub fn resolve(host: &Host, p: &Path) -> Option<PathBuf> {
-    let mut todo = stack(p);
+    let mut todo = steps(p);
     let mut cur = PathBuf::from("/");
     let mut links = 0;
     let mut missing = false;
@@ -171,7 +42,7 @@ pub fn resolve(host: &Host, p: &Path) -> Option<PathBuf> {
                 if target.is_absolute() {
                     cur = PathBuf::from("/");
                 }
-                todo.extend(stack(&target));
+                todo.extend(steps(&target));
             }
             Ok(_) => cur = next,
             Err(_) => {
@@ -181,6 +52,20 @@ pub fn resolve(host: &Host, p: &Path) -> Option<PathBuf> {
         }
     }
     Some(cur)
+}
+
+/// The names and `..`s of `p`, last first: a stack to resolve from.
+fn steps(p: &Path) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<std::ffi::OsString> = p
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+        .collect();
+    v.reverse();
+    v
 }
 
 /// How long what is stored at a path lives, seen from the container.

@@ -21,8 +21,9 @@ use nix::unistd::AccessFlags;
 use serde::{Deserialize, Serialize};
 
 use crate::facts::mounts::{MountClass, MountFacts};
-use crate::facts::place::{self, Owner, Placement, Retention, Users};
+use crate::facts::place::{self, Placement, Retention};
 use crate::facts::unchecked::Unchecked;
+use crate::facts::users::{Owner, Users, MAX_HOMES};
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
 use crate::util::glob::Glob;
@@ -489,6 +490,7 @@ fn cache_for_mount(root: &Path, mount_point: &Path) -> Option<&'static CacheDef>
 pub fn collect_caches(
     host: &Host,
     mounts: Option<&MountFacts>,
+    users: &Users,
     workspace: Option<&Path>,
     deadline: Instant,
 ) -> Result<CacheFacts, Unchecked> {
@@ -499,8 +501,7 @@ pub fn collect_caches(
             "no mount table: whether caches outlive the container cannot be told",
         ));
     }
-    let users = Users::load(host);
-    let homes = place::homes(host, &users, mounts);
+    let homes = users.home_paths(MAX_HOMES);
     let mut facts = CacheFacts {
         homes: homes
             .iter()
@@ -878,6 +879,7 @@ fn inspect_profile(
 pub fn collect_browsers(
     host: &Host,
     mounts: Option<&MountFacts>,
+    users: &Users,
     deadline: Instant,
 ) -> Result<BrowserFacts, Unchecked> {
     if mounts.is_none() {
@@ -885,8 +887,7 @@ pub fn collect_browsers(
             "no mount table: whether browser profiles outlive the container cannot be told",
         ));
     }
-    let users = Users::load(host);
-    let homes = place::homes(host, &users, mounts);
+    let homes = users.home_paths(MAX_HOMES);
     let mut cands: Vec<(&'static BrowserDef, PathBuf, String)> = Vec::new();
     for def in browser_defs() {
         for home in &homes {
@@ -924,7 +925,7 @@ pub fn collect_browsers(
         if seen.contains(&real) {
             continue;
         }
-        if let Some(p) = inspect_profile(host, &users, mounts, def, &path, origin) {
+        if let Some(p) = inspect_profile(host, users, mounts, def, &path, origin) {
             seen.insert(real);
             facts.profiles.push(p);
         }
@@ -1204,6 +1205,7 @@ impl Sink<'_> {
 pub fn collect_artifacts(
     host: &Host,
     mounts: Option<&MountFacts>,
+    users: &Users,
     deadline: Instant,
 ) -> Result<ArtifactFacts, Unchecked> {
     let Some(m) = mounts else {
@@ -1211,7 +1213,6 @@ pub fn collect_artifacts(
             "no mount table: persistent mounts cannot be told apart",
         ));
     };
-    let users = Users::load(host);
     let all_points: BTreeSet<PathBuf> = m
         .mounts
         .iter()
@@ -1234,7 +1235,7 @@ pub fn collect_artifacts(
         let mount_point = stat.mount_point.clone();
         let sink = Sink {
             host,
-            users: &users,
+            users,
             placement: &placement,
             mount_point: &mount_point,
             mp: &mp,

@@ -29,6 +29,7 @@ use serde::Serialize;
 use crate::facts::boundary::{self, Boundary};
 use crate::facts::mounts::{self as mount_table, MountFacts};
 use crate::facts::unchecked::Unchecked;
+use crate::facts::users::{self, Users};
 use crate::host::{Cleanup, Host};
 use crate::policy::Policy;
 
@@ -193,6 +194,9 @@ pub struct Facts {
     /// wording and severities follow.
     pub boundary: Option<Boundary>,
     pub mounts: Option<MountFacts>,
+    /// Users and homes: read by the probes, not a section of the report.
+    #[serde(skip)]
+    pub users: Option<Users>,
     pub privilege: Option<privilege::PrivFacts>,
     /// The workspace user's paths to root (sudo, doas, writable account
     /// files, group doors, setuid and file-capability programs).
@@ -254,6 +258,9 @@ pub struct Gathered {
     pub proc_untrusted: Option<String>,
     /// Whether the network probe was asked to send anything.
     pub network_asked: bool,
+    /// Whether the users fact (src/facts/users.rs) did not finish: the
+    /// probes that read it went on with no names and no homes.
+    pub users_missing: bool,
     /// The run's --timeout, for the reason a probe it cut gives.
     pub timeout: Duration,
 }
@@ -265,6 +272,7 @@ pub struct Gathered {
 struct Input {
     ctx: Arc<Context>,
     mounts: Option<Arc<MountFacts>>,
+    users: Arc<Users>,
     inner: Instant,
     deadline: Instant,
 }
@@ -332,9 +340,10 @@ const REST: &[Entry] = &[
     // `sudo -n -l` and the program scan stop first, so a hung sudo is a
     // classified answer.
     entry("rootpaths", 2, 300, |i| {
-        Ok(fill(rootpaths::collect(&i.ctx.host, i.inner)?, |x, v| {
-            x.rootpaths = Some(v)
-        }))
+        Ok(fill(
+            rootpaths::collect(&i.ctx.host, &i.users, i.inner)?,
+            |x, v| x.rootpaths = Some(v),
+        ))
     }),
     entry("namespaces", 2, 0, |i| {
         Ok(fill(namespaces::collect(&i.ctx.host)?, |x, v| {
@@ -360,7 +369,13 @@ const REST: &[Entry] = &[
         Ok(fill(f, |x, v| x.writable = Some(v)))
     }),
     entry("secrets", 3, 300, |i| {
-        let f = secrets::collect(&i.ctx.host, i.mounts.as_deref(), i.workspace(), i.inner);
+        let f = secrets::collect(
+            &i.ctx.host,
+            i.mounts.as_deref(),
+            &i.users,
+            i.workspace(),
+            i.inner,
+        );
         Ok(fill(f, |x, v| x.secrets = Some(v)))
     }),
     entry("teardown", 6, 0, |i| {
@@ -384,16 +399,21 @@ const REST: &[Entry] = &[
         }))
     }),
     entry("caches", 5, 300, |i| {
-        let f =
-            artifacts::collect_caches(&i.ctx.host, i.mounts.as_deref(), i.workspace(), i.inner)?;
+        let f = artifacts::collect_caches(
+            &i.ctx.host,
+            i.mounts.as_deref(),
+            &i.users,
+            i.workspace(),
+            i.inner,
+        )?;
         Ok(fill(f, |x, v| x.caches = Some(v)))
     }),
     entry("browsers", 5, 300, |i| {
-        let f = artifacts::collect_browsers(&i.ctx.host, i.mounts.as_deref(), i.inner)?;
+        let f = artifacts::collect_browsers(&i.ctx.host, i.mounts.as_deref(), &i.users, i.inner)?;
         Ok(fill(f, |x, v| x.browsers = Some(v)))
     }),
     entry("artifacts", 5, 300, |i| {
-        let f = artifacts::collect_artifacts(&i.ctx.host, i.mounts.as_deref(), i.inner)?;
+        let f = artifacts::collect_artifacts(&i.ctx.host, i.mounts.as_deref(), &i.users, i.inner)?;
         Ok(fill(f, |x, v| x.artifacts = Some(v)))
     }),
 ];
@@ -409,17 +429,29 @@ const NETWORK: Entry = entry("network", 3, 300, |i| {
     ))
 });
 
+/// The facts later rows read, once the earlier ones have them.
+#[derive(Default)]
+struct Had {
+    mounts: Option<Arc<MountFacts>>,
+    users: Arc<Users>,
+}
+
+/// Users and homes, once (src/facts/users.rs), for the probes that name
+/// owners or look in homes. After the mount table: mounts show homes too,
+/// and nothing on a mount that did not answer is looked at. Under a
+/// deadline of its own, so a slow /home costs this one step.
+const USERS: Entry = entry("users", 1, 0, |i| {
+    let u = Users::collect(&i.ctx.host, i.mounts.as_deref());
+    Ok(fill(u, |x, v| x.users = Some(v)))
+});
+
 /// Starts one row of the table on its own thread.
-fn start(
-    e: &'static Entry,
-    ctx: &Arc<Context>,
-    mounts: &Option<Arc<MountFacts>>,
-    budget: Duration,
-) -> Running<Fill> {
+fn start(e: &'static Entry, ctx: &Arc<Context>, had: &Had, budget: Duration) -> Running<Fill> {
     let deadline = ctx.host.deadline_within(budget);
     let input = Input {
         ctx: ctx.clone(),
-        mounts: mounts.clone(),
+        mounts: had.mounts.clone(),
+        users: had.users.clone(),
         inner: deadline.checked_sub(e.margin).unwrap_or(deadline),
         deadline,
     };
@@ -457,30 +489,43 @@ pub fn gather(ctx: Arc<Context>) -> Gathered {
         env_missing: ctx.host.env().missing.clone(),
         proc_untrusted: ctx.host.proc_untrusted().map(str::to_string),
         network_asked: network::asked(&ctx.policy, &ctx.net),
+        users_missing: false,
         timeout: ctx.host.timeout(),
     };
+    let none = Had::default();
     let net = g.network_asked.then(|| {
         start(
             &NETWORK,
             &ctx,
-            &None,
+            &none,
             network::budget(&ctx.policy, &ctx.net),
         )
     });
 
     let first: Vec<_> = FIRST
         .iter()
-        .map(|e| start(e, &ctx, &None, PROBE_BUDGET))
+        .map(|e| start(e, &ctx, &none, PROBE_BUDGET))
         .collect();
     for r in first {
         settle(r, &mut facts, &mut g);
     }
-    let mounts = facts.mounts.take().map(Arc::new);
+    let mut had = Had {
+        mounts: facts.mounts.take().map(Arc::new),
+        users: Arc::default(),
+    };
+    settle(start(&USERS, &ctx, &had, users::BUDGET), &mut facts, &mut g);
+    // Without it the readers go on as with an unreadable /etc/passwd and no
+    // homes found; each says what that left unchecked (src/evaluate.rs).
+    g.users_missing = facts.users.is_none();
+    had.users = Arc::new(facts.users.take().unwrap_or_default());
+    let mounts = had.mounts.clone();
 
     let rest: Vec<_> = REST
         .iter()
-        .map(|e| start(e, &ctx, &mounts, PROBE_BUDGET))
+        .map(|e| start(e, &ctx, &had, PROBE_BUDGET))
         .collect();
+    // Only the probes hold the table now, so it comes back without a copy.
+    drop(had);
     for r in rest {
         settle(r, &mut facts, &mut g);
     }

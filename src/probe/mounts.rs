@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::facts::mounts::{MountClass, MountEntry, MountFacts, CONFIG_MARKERS};
+use crate::facts::mounts::{MountClass, MountEntry, MountFacts, WorkspaceFacts, CONFIG_MARKERS};
 use crate::finding::Finding;
 
 /// The mounts inside a host surface, counted by what they are.
@@ -23,32 +23,18 @@ fn surface_contents(facts: &MountFacts, mp: &str) -> (usize, Vec<String>, usize)
     (inside.len(), roots, netns)
 }
 
-pub fn evaluate(facts: &MountFacts) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let ws = facts.workspace.as_ref();
-    match ws {
-        None => out.push(
-            Finding::new(
-                "mount.workspace-missing",
-                "(none)",
-                "no workspace was declared (policy workspace.path, --workspace) and the working directory is not in a git repository, so no mount can be told apart as the workspace",
-            )
-            .with("declared", false),
-        ),
-        Some(w) if w.answered && !w.exists => out.push(
-            Finding::new(
-                "mount.workspace-missing",
-                w.path.to_string_lossy(),
-                format!("the workspace {} (from {}) does not exist", w.path.display(), w.source),
-            )
-            .with("workspace_source", w.source.clone()),
-        ),
-        Some(_) => {}
-    }
-    let ws_path = ws.map(|w| w.path.clone());
+/// One top-level mount as its findings describe it: the mount point, where
+/// it comes from in words, and the evidence every one of them carries.
+struct Shown<'a> {
+    e: &'a MountEntry,
+    mp: String,
+    from: String,
+    /// The source path, or null where a sandbox hides it.
+    host_path: serde_json::Value,
+}
 
-    for e in facts.mounts.iter().filter(|e| e.within.is_none()) {
-        let mp = e.mount.mount_point.to_string_lossy().into_owned();
+impl<'a> Shown<'a> {
+    fn new(e: &'a MountEntry) -> Shown<'a> {
         // A sandbox hides the host path: say so rather than show its "/".
         let hidden = e.kinds.contains(&"gofer") || e.kinds.contains(&"kata-shared");
         let host_path = if hidden {
@@ -69,227 +55,287 @@ pub fn evaluate(facts: &MountFacts) -> Vec<Finding> {
         } else {
             format!("the host path {}", e.mount.root.display())
         };
-        let with_mount = |f: Finding| {
-            f.with("mount_point", mp.clone())
-                .with("host_path", host_path.clone())
-                .with("fstype", e.mount.fstype.clone())
-                .with("source", e.mount.source.clone())
-                .with("read_only", e.read_only)
-                .with("writable", e.contents.writable)
-        };
+        Shown {
+            e,
+            mp: e.mount.mount_point.to_string_lossy().into_owned(),
+            from,
+            host_path,
+        }
+    }
+
+    /// A finding on this mount (or a path below it), with the mount's evidence.
+    fn finding(&self, code: &str, subject: &str, msg: String) -> Finding {
+        let e = self.e;
+        Finding::new(code, subject, msg)
+            .with("mount_point", self.mp.clone())
+            .with("host_path", self.host_path.clone())
+            .with("fstype", e.mount.fstype.clone())
+            .with("source", e.mount.source.clone())
+            .with("read_only", e.read_only)
+            .with("writable", e.contents.writable)
+    }
+}
+
+pub fn evaluate(facts: &MountFacts) -> Vec<Finding> {
+    let mut out = workspace_findings(facts);
+    for e in facts.mounts.iter().filter(|e| e.within.is_none()) {
+        let m = Shown::new(e);
+        let mp = &m.mp;
         match e.class {
             MountClass::HostRoot => out.push(
-                with_mount(Finding::new(
+                m.finding(
                     "mount.host-root",
-                    &mp,
+                    mp,
                     format!(
                         "{mp} is the root of a host filesystem ({} {})",
                         e.mount.fstype, e.mount.source
                     ),
-                ))
+                )
                 .with("system_dirs", e.contents.system_dirs.clone()),
             ),
-            MountClass::Socket => out.push(with_mount(Finding::new(
+            MountClass::Socket => out.push(m.finding(
                 "mount.socket",
-                &mp,
-                format!("{mp} is a socket bind-mounted from {from}"),
-            ))),
-            MountClass::HostProcfs => out.push(
-                with_mount(Finding::new(
-                    "mount.host-procfs",
-                    &mp,
-                    format!(
-                        "{mp} is a procfs other than this container's own /proc (device {}:{}): it shows another PID namespace's processes, as a host's /proc mounted for an agent does",
-                        e.mount.major, e.mount.minor
-                    ),
-                ))
-                .with("device", format!("{}:{}", e.mount.major, e.mount.minor))
-                .with(
-                    "own_proc_device",
-                    facts
-                        .mounts
-                        .iter()
-                        .rev()
-                        .find(|o| o.mount.fstype == "proc" && o.mount.mount_point == Path::new("/proc"))
-                        .map(|o| format!("{}:{}", o.mount.major, o.mount.minor)),
-                ),
-            ),
-            MountClass::HostTmpfs => {
-                let (n, roots, netns) = surface_contents(facts, &mp);
-                let mut what = Vec::new();
-                if !e.contents.runtime_markers.is_empty() {
-                    what.push(format!("it holds {}", e.contents.runtime_markers.join(", ")));
-                }
-                if netns > 0 {
-                    what.push(format!("{netns} network namespace(s) are bound below it"));
-                }
-                if !roots.is_empty() {
-                    what.push(format!("{} other container root filesystem(s) are mounted below it", roots.len()));
-                }
-                out.push(
-                    with_mount(Finding::new(
-                        "mount.host-tmpfs",
-                        &mp,
-                        format!(
-                            "{mp} is a tmpfs of the host mounted whole, its runtime directory (/run): {}",
-                            what.join("; ")
-                        ),
-                    ))
-                    .with("runtime_markers", e.contents.runtime_markers.clone())
-                    .with("submounts", n)
-                    .with("netns_binds", netns)
-                    .with("container_rootfs", roots.into_iter().take(20).collect::<Vec<_>>()),
-                );
-            }
+                mp,
+                format!("{mp} is a socket bind-mounted from {}", m.from),
+            )),
+            MountClass::HostProcfs => out.push(host_procfs(facts, &m)),
+            MountClass::HostTmpfs => out.push(host_tmpfs(facts, &m)),
             MountClass::ContainerRootfs if !e.kinds.contains(&"own-engine") => {
-                let upper = e
-                    .mount
-                    .super_options
-                    .split(',')
-                    .find_map(|o| o.strip_prefix("upperdir="))
-                    .map(str::to_string);
-                out.push(
-                    with_mount(Finding::new(
-                        "mount.container-rootfs",
-                        &mp,
-                        format!(
-                            "{mp} is another container's root filesystem ({} built on the engine's image layers), reached through a host path",
-                            e.mount.fstype
-                        ),
-                    ))
-                    .with("upperdir", upper),
-                );
+                out.push(container_rootfs(&m))
             }
             MountClass::HostBind | MountClass::Workspace | MountClass::Unknown => {
-                let mut flagged = false;
-                if e.kinds.contains(&"home") {
-                    flagged = true;
-                    out.push(
-                        with_mount(Finding::new(
-                            "mount.home-directory",
-                            &mp,
-                            format!(
-                                "{mp} is a home directory from the host ({})",
-                                e.mount.root.display()
-                            ),
-                        ))
-                        .with("markers", e.contents.markers.clone()),
-                    );
-                }
-                if e.kinds.contains(&"ssh") {
-                    flagged = true;
-                    out.push(with_mount(Finding::new(
-                        "mount.ssh-directory",
-                        &mp,
-                        format!(
-                            "{mp} is an .ssh directory from the host ({})",
-                            e.mount.root.display()
-                        ),
-                    )));
-                }
-                if e.kinds.contains(&"config") {
-                    flagged = true;
-                    out.push(with_mount(Finding::new(
-                        "mount.config-directory",
-                        &mp,
-                        format!(
-                            "{mp} is a credential-bearing configuration path from the host ({})",
-                            e.mount.root.display()
-                        ),
-                    )));
-                }
-                for m in &e.contents.markers {
-                    let sub = format!("{}/{m}", mp.trim_end_matches('/'));
-                    if m == ".ssh" && !e.kinds.contains(&"ssh") {
-                        flagged = true;
-                        out.push(with_mount(Finding::new(
-                            "mount.ssh-directory",
-                            &sub,
-                            format!(
-                                "{sub} is visible: the host mount at {mp} holds an .ssh directory"
-                            ),
-                        )));
-                    } else if CONFIG_MARKERS.contains(&m.as_str()) && !e.kinds.contains(&"config") {
-                        flagged = true;
-                        out.push(with_mount(Finding::new(
-                            "mount.config-directory",
-                            &sub,
-                            format!("{sub} is visible: the host mount at {mp} holds credential configuration"),
-                        )));
-                    }
-                }
-                if e.class == MountClass::Workspace || e.allowed {
-                    continue;
-                }
-                let is_ancestor = ws_path
-                    .as_ref()
-                    .is_some_and(|w| w.starts_with(&e.mount.mount_point));
-                if is_ancestor {
-                    let w = ws.expect("ancestor implies a workspace");
-                    if !w.parent_repos.is_empty() && w.mount_id == Some(e.mount.id) {
-                        out.push(with_mount(Finding::new(
-                            "mount.parent-repo",
-                            w.parent_repos[0].clone(),
-                            format!(
-                                "the workspace {} is inside the repository {} and the host mount at {mp} shows all of it",
-                                w.path.display(),
-                                w.parent_repos[0]
-                            ),
-                        ))
-                        .with("parent_repos", w.parent_repos.clone()));
-                        continue;
-                    }
-                    if e.contents.git {
-                        out.push(with_mount(Finding::new(
-                            "mount.parent-repo",
-                            &mp,
-                            format!("the repository at {mp} contains the workspace {} and is mounted from the host", w.path.display()),
-                        )));
-                        continue;
-                    }
-                }
-                let mut repo_flagged = false;
-                if e.contents.git && !is_ancestor {
-                    repo_flagged = true;
-                    out.push(with_mount(Finding::new(
-                        "mount.unrelated-repo",
-                        &mp,
-                        format!("{mp} is another git repository mounted from {from}"),
-                    )));
-                }
-                for child in &e.contents.child_repos {
-                    let sub = format!("{}/{child}", mp.trim_end_matches('/'));
-                    if ws_path
-                        .as_ref()
-                        .is_some_and(|w| Path::new(&sub) == w || w.starts_with(&sub))
-                    {
-                        continue;
-                    }
-                    repo_flagged = true;
-                    out.push(with_mount(Finding::new(
-                        "mount.unrelated-repo",
-                        &sub,
-                        format!("{sub} is a git repository visible through the host mount at {mp}"),
-                    )));
-                }
-                if !flagged && !repo_flagged {
-                    let why = if is_ancestor {
-                        "it contains the workspace and shows everything beside it"
-                    } else {
-                        "it is neither the workspace nor in workspace.allow_mounts"
-                    };
-                    out.push(
-                        with_mount(Finding::new(
-                            "mount.unexpected",
-                            &mp,
-                            format!("{mp} is mounted from {from}: {why}"),
-                        ))
-                        .with("kinds", e.kinds.clone()),
-                    );
-                }
+                host_path_findings(&m, facts.workspace.as_ref(), &mut out)
             }
             _ => {}
         }
     }
     out
+}
+
+/// mount.workspace-missing: none declared, or declared and not there.
+fn workspace_findings(facts: &MountFacts) -> Vec<Finding> {
+    match facts.workspace.as_ref() {
+        None => vec![Finding::new(
+            "mount.workspace-missing",
+            "(none)",
+            "no workspace was declared (policy workspace.path, --workspace) and the working directory is not in a git repository, so no mount can be told apart as the workspace",
+        )
+        .with("declared", false)],
+        Some(w) if w.answered && !w.exists => vec![Finding::new(
+            "mount.workspace-missing",
+            w.path.to_string_lossy(),
+            format!("the workspace {} (from {}) does not exist", w.path.display(), w.source),
+        )
+        .with("workspace_source", w.source.clone())],
+        Some(_) => Vec::new(),
+    }
+}
+
+fn host_procfs(facts: &MountFacts, m: &Shown) -> Finding {
+    let (e, mp) = (m.e, &m.mp);
+    m.finding(
+        "mount.host-procfs",
+        mp,
+        format!(
+            "{mp} is a procfs other than this container's own /proc (device {}:{}): it shows another PID namespace's processes, as a host's /proc mounted for an agent does",
+            e.mount.major, e.mount.minor
+        ),
+    )
+    .with("device", format!("{}:{}", e.mount.major, e.mount.minor))
+    .with(
+        "own_proc_device",
+        facts
+            .mounts
+            .iter()
+            .rev()
+            .find(|o| o.mount.fstype == "proc" && o.mount.mount_point == Path::new("/proc"))
+            .map(|o| format!("{}:{}", o.mount.major, o.mount.minor)),
+    )
+}
+
+fn host_tmpfs(facts: &MountFacts, m: &Shown) -> Finding {
+    let (e, mp) = (m.e, &m.mp);
+    let (n, roots, netns) = surface_contents(facts, mp);
+    let mut what = Vec::new();
+    if !e.contents.runtime_markers.is_empty() {
+        what.push(format!(
+            "it holds {}",
+            e.contents.runtime_markers.join(", ")
+        ));
+    }
+    if netns > 0 {
+        what.push(format!("{netns} network namespace(s) are bound below it"));
+    }
+    if !roots.is_empty() {
+        what.push(format!(
+            "{} other container root filesystem(s) are mounted below it",
+            roots.len()
+        ));
+    }
+    m.finding(
+        "mount.host-tmpfs",
+        mp,
+        format!(
+            "{mp} is a tmpfs of the host mounted whole, its runtime directory (/run): {}",
+            what.join("; ")
+        ),
+    )
+    .with("runtime_markers", e.contents.runtime_markers.clone())
+    .with("submounts", n)
+    .with("netns_binds", netns)
+    .with(
+        "container_rootfs",
+        roots.into_iter().take(20).collect::<Vec<_>>(),
+    )
+}
+
+fn container_rootfs(m: &Shown) -> Finding {
+    let (e, mp) = (m.e, &m.mp);
+    let upper = e
+        .mount
+        .super_options
+        .split(',')
+        .find_map(|o| o.strip_prefix("upperdir="))
+        .map(str::to_string);
+    m.finding(
+        "mount.container-rootfs",
+        mp,
+        format!(
+            "{mp} is another container's root filesystem ({} built on the engine's image layers), reached through a host path",
+            e.mount.fstype
+        ),
+    )
+    .with("upperdir", upper)
+}
+
+/// A host path, the workspace or an unknown filesystem: what it holds
+/// (a home, .ssh, credential configuration), then, unless it is the
+/// workspace or allowed, how it relates to the workspace's repository, and
+/// mount.unexpected when nothing else was said of it.
+fn host_path_findings(m: &Shown, ws: Option<&WorkspaceFacts>, out: &mut Vec<Finding>) {
+    let (e, mp) = (m.e, &m.mp);
+    let flagged = holdings(m, out);
+    if e.class == MountClass::Workspace || e.allowed {
+        return;
+    }
+    let is_ancestor = ws.is_some_and(|w| w.path.starts_with(&e.mount.mount_point));
+    if let Some(w) = ws.filter(|_| is_ancestor) {
+        if !w.parent_repos.is_empty() && w.mount_id == Some(e.mount.id) {
+            out.push(
+                m.finding(
+                    "mount.parent-repo",
+                    &w.parent_repos[0],
+                    format!(
+                        "the workspace {} is inside the repository {} and the host mount at {mp} shows all of it",
+                        w.path.display(),
+                        w.parent_repos[0]
+                    ),
+                )
+                .with("parent_repos", w.parent_repos.clone()),
+            );
+            return;
+        }
+        if e.contents.git {
+            out.push(m.finding(
+                "mount.parent-repo",
+                mp,
+                format!(
+                    "the repository at {mp} contains the workspace {} and is mounted from the host",
+                    w.path.display()
+                ),
+            ));
+            return;
+        }
+    }
+    let repo_flagged = other_repos(m, ws, is_ancestor, out);
+    if !flagged && !repo_flagged {
+        let why = if is_ancestor {
+            "it contains the workspace and shows everything beside it"
+        } else {
+            "it is neither the workspace nor in workspace.allow_mounts"
+        };
+        out.push(
+            m.finding(
+                "mount.unexpected",
+                mp,
+                format!("{mp} is mounted from {}: {why}", m.from),
+            )
+            .with("kinds", e.kinds.clone()),
+        );
+    }
+}
+
+/// mount.home-directory, mount.ssh-directory and mount.config-directory:
+/// what the mount is, then what it holds at its top. True if any was said.
+fn holdings(m: &Shown, out: &mut Vec<Finding>) -> bool {
+    let (e, mp) = (m.e, &m.mp);
+    let mut flagged = false;
+    for (kind, code, what) in [
+        ("home", "mount.home-directory", "a home directory"),
+        ("ssh", "mount.ssh-directory", "an .ssh directory"),
+        (
+            "config",
+            "mount.config-directory",
+            "a credential-bearing configuration path",
+        ),
+    ] {
+        if !e.kinds.contains(&kind) {
+            continue;
+        }
+        flagged = true;
+        let root = e.mount.root.display();
+        let f = m.finding(code, mp, format!("{mp} is {what} from the host ({root})"));
+        out.push(if kind == "home" {
+            f.with("markers", e.contents.markers.clone())
+        } else {
+            f
+        });
+    }
+    for marker in &e.contents.markers {
+        let (code, holds) = if marker == ".ssh" && !e.kinds.contains(&"ssh") {
+            ("mount.ssh-directory", "an .ssh directory")
+        } else if CONFIG_MARKERS.contains(&marker.as_str()) && !e.kinds.contains(&"config") {
+            ("mount.config-directory", "credential configuration")
+        } else {
+            continue;
+        };
+        flagged = true;
+        let sub = format!("{}/{marker}", mp.trim_end_matches('/'));
+        let msg = format!("{sub} is visible: the host mount at {mp} holds {holds}");
+        out.push(m.finding(code, &sub, msg));
+    }
+    flagged
+}
+
+/// mount.unrelated-repo: the mount is another repository, or shows one
+/// below it that is not the workspace's. True if any was reported.
+fn other_repos(
+    m: &Shown,
+    ws: Option<&WorkspaceFacts>,
+    is_ancestor: bool,
+    out: &mut Vec<Finding>,
+) -> bool {
+    let (e, mp) = (m.e, &m.mp);
+    let mut flagged = false;
+    if e.contents.git && !is_ancestor {
+        flagged = true;
+        out.push(m.finding(
+            "mount.unrelated-repo",
+            mp,
+            format!("{mp} is another git repository mounted from {}", m.from),
+        ));
+    }
+    for child in &e.contents.child_repos {
+        let sub = format!("{}/{child}", mp.trim_end_matches('/'));
+        if ws.is_some_and(|w| Path::new(&sub) == w.path || w.path.starts_with(&sub)) {
+            continue;
+        }
+        flagged = true;
+        out.push(m.finding(
+            "mount.unrelated-repo",
+            &sub,
+            format!("{sub} is a git repository visible through the host mount at {mp}"),
+        ));
+    }
+    flagged
 }

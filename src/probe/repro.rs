@@ -218,89 +218,6 @@ pub fn mount_container_id(roots: &[String]) -> Option<(String, &'static str)> {
     })
 }
 
-/// Comments and trailing commas out, so serde_json reads devcontainer.json.
-pub fn strip_jsonc(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out: Vec<u8> = Vec::with_capacity(b.len());
-    let mut i = 0;
-    let mut in_str = false;
-    while i < b.len() {
-        let c = b[i];
-        if in_str {
-            out.push(c);
-            if c == b'\\' && i + 1 < b.len() {
-                out.push(b[i + 1]);
-                i += 2;
-                continue;
-            }
-            if c == b'"' {
-                in_str = false;
-            }
-            i += 1;
-            continue;
-        }
-        match (c, b.get(i + 1)) {
-            (b'"', _) => {
-                in_str = true;
-                out.push(c);
-                i += 1;
-            }
-            (b'/', Some(b'/')) => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            (b'/', Some(b'*')) => {
-                i += 2;
-                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
-                    i += 1;
-                }
-                i += 2;
-            }
-            _ => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    // Second pass: a comma followed only by whitespace and a closer.
-    let mut res: Vec<u8> = Vec::with_capacity(out.len());
-    let mut in_str = false;
-    let mut j = 0;
-    while j < out.len() {
-        let c = out[j];
-        if in_str {
-            res.push(c);
-            if c == b'\\' && j + 1 < out.len() {
-                res.push(out[j + 1]);
-                j += 2;
-                continue;
-            }
-            if c == b'"' {
-                in_str = false;
-            }
-            j += 1;
-            continue;
-        }
-        if c == b'"' {
-            in_str = true;
-        }
-        if c == b',' {
-            let mut k = j + 1;
-            while k < out.len() && out[k].is_ascii_whitespace() {
-                k += 1;
-            }
-            if k < out.len() && (out[k] == b'}' || out[k] == b']') {
-                j += 1;
-                continue;
-            }
-        }
-        res.push(c);
-        j += 1;
-    }
-    String::from_utf8_lossy(&res).into_owned()
-}
-
 /// The identifying keys of an os-release file, each value kept short and
 /// printable: the file is the image's text, not ours.
 pub fn os_release(text: &str) -> BTreeMap<String, String> {
@@ -772,7 +689,7 @@ fn read_devcontainer(host: &Host, path: &Path, pins: &mut Vec<ToolPin>) -> Vec<C
         error: None,
     };
     let mut more = Vec::new();
-    let v = match host.read(path).map(|t| strip_jsonc(&t)) {
+    let v = match host.read(path).map(|t| crate::util::jsonc::strip_jsonc(&t)) {
         Ok(t) => match serde_json::from_str::<serde_json::Value>(&t) {
             Ok(v) => v,
             Err(e) => {
@@ -1331,17 +1248,6 @@ mod tests {
             "/home/u/.local/share/docker/containers/{D}/hostname"
         )];
         assert_eq!(mount_container_id(&roots), Some((D.to_string(), "docker")));
-    }
-
-    #[test]
-    fn jsonc() {
-        let t = "{\n // comment\n \"image\": \"a//b\", /* x */\n \"features\": {\"f\": {},},\n}";
-        let v: serde_json::Value = serde_json::from_str(&strip_jsonc(t)).unwrap();
-        assert_eq!(v["image"], "a//b");
-        assert!(v["features"]["f"].is_object());
-        let t = "{\"s\": \"a,}\", \"e\": \"q\\\"//\"}";
-        let v: serde_json::Value = serde_json::from_str(&strip_jsonc(t)).unwrap();
-        assert_eq!(v["s"], "a,}");
     }
 
     #[test]

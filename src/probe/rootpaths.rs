@@ -33,6 +33,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::facts::unchecked::Unchecked;
+use crate::facts::users::Users;
 use crate::finding::{Finding, Severity};
 use crate::host::{read_regular, Host};
 use crate::util::command::{self, ToolStatus};
@@ -275,13 +276,6 @@ fn parse_group(text: &str) -> Vec<(String, u32, Vec<String>)> {
         })
         .take(10_000)
         .collect()
-}
-
-fn passwd_name(text: &str, uid: u32) -> Option<String> {
-    text.lines().find_map(|l| {
-        let f: Vec<&str> = l.split(':').collect();
-        (f.len() >= 7 && f[2].parse::<u32>().ok() == Some(uid)).then(|| short(f[0], 32))
-    })
 }
 
 fn short(s: &str, n: usize) -> String {
@@ -776,7 +770,7 @@ fn mode_allows_write(meta: &std::fs::Metadata, id: &Identity, dir: bool) -> bool
     m & w != 0 && (!dir || m & x != 0)
 }
 
-pub fn collect(host: &Host, deadline: Instant) -> Result<RootPathFacts, Unchecked> {
+pub fn collect(host: &Host, users: &Users, deadline: Instant) -> Result<RootPathFacts, Unchecked> {
     let status = host
         .read("/proc/self/status")
         .map_err(|e| Unchecked::unreadable("/proc/self/status", e))?;
@@ -804,8 +798,7 @@ pub fn collect(host: &Host, deadline: Instant) -> Result<RootPathFacts, Unchecke
         },
         Err(e) => f.incomplete.push(("uid_map".into(), e.to_string())),
     }
-    let passwd = read_text(host, "/etc/passwd").unwrap_or_default();
-    f.user = passwd_name(&passwd, f.uid);
+    f.user = users.name_of(f.uid);
     let group = parse_group(&read_text(host, "/etc/group").unwrap_or_default());
     let mut names: Vec<String> = Vec::new();
     for (name, gid, members) in &group {

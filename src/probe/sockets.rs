@@ -16,6 +16,7 @@ use crate::catalog::{self, SocketApi};
 use crate::facts::mounts::{MountClass, MountFacts};
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
+use crate::util::redact::redact;
 use crate::util::socket::connect_unix;
 
 /// Per request. /_ping is answered at once by every engine, so a socket
@@ -161,16 +162,8 @@ fn env_candidates(host: &Host, out: &mut Vec<Candidate>, tcp: &mut Vec<(String, 
         } else {
             // A TCP or SSH endpoint is reported from the environment alone:
             // connecting to it would be network traffic the policy did not ask for.
-            tcp.push((var.to_string(), redact_userinfo(&v)));
+            tcp.push((var.to_string(), redact(&v)));
         }
-    }
-}
-
-/// Drops `user:password@` from a URL so that credentials never reach a report.
-pub fn redact_userinfo(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => format!("{}://***@{}", &url[..s], &url[at + 1..]),
-        _ => url.to_string(),
     }
 }
 
@@ -645,12 +638,9 @@ mod tests {
     #[test]
     fn redacts_credentials_in_endpoints() {
         assert_eq!(
-            redact_userinfo("tcp://u:secret@10.0.0.1:2376"),
+            redact("tcp://u:secret@10.0.0.1:2376"),
             "tcp://***@10.0.0.1:2376"
         );
-        assert_eq!(
-            redact_userinfo("tcp://127.0.0.1:2375"),
-            "tcp://127.0.0.1:2375"
-        );
+        assert_eq!(redact("tcp://127.0.0.1:2375"), "tcp://127.0.0.1:2375");
     }
 }

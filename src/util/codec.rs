@@ -1,7 +1,8 @@
 //! The byte codecs, on base64ct (constant-time, no unsafe): base64 in, in
 //! any of the four RFC 4648 forms the inputs use (DSSE says decoders accept
-//! both alphabets; JWTs are URL-safe without padding), base64 out in the
-//! standard padded form, and lower-case hex.
+//! both alphabets; JWTs are URL-safe without padding), or loosely for the
+//! tokens and key bodies found in files; base64 out in the standard padded
+//! form, and lower-case hex.
 
 use base64ct::{Base64, Base64Unpadded, Base64Url, Base64UrlUnpadded, Encoding};
 
@@ -14,6 +15,43 @@ pub fn b64_decode(s: &str) -> Option<Vec<u8>> {
         .or_else(|_| Base64UrlUnpadded::decode_vec(s))
         .or_else(|_| Base64Unpadded::decode_vec(s))
         .ok()
+}
+
+/// Base64 as the credential search reads JWT segments and key bodies that
+/// someone else wrote: either alphabet, even mixed; padding optional, and
+/// everything from the first `=` on ignored; the bits a last partial
+/// character leaves below a byte ignored (a lone last character gives no
+/// byte). None on any other byte before the first `=`. This is how JWT
+/// libraries read segments, and it is what selfprobe always accepted: the
+/// input is normalised to the standard alphabet with canonical trailing
+/// bits, then decoded by base64ct.
+pub fn b64_decode_loose(s: &str) -> Option<Vec<u8>> {
+    const STD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let body = &s.as_bytes()[..s.find('=').unwrap_or(s.len())];
+    let mut sextets = Vec::with_capacity(body.len());
+    for &c in body {
+        sextets.push(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return None,
+        });
+    }
+    if sextets.len() % 4 == 1 {
+        sextets.pop();
+    }
+    let unused = match sextets.len() % 4 {
+        2 => 4,
+        3 => 2,
+        _ => 0,
+    };
+    if let Some(last) = sextets.last_mut() {
+        *last &= !((1u8 << unused) - 1);
+    }
+    let text: String = sextets.iter().map(|&v| STD[v as usize] as char).collect();
+    Base64Unpadded::decode_vec(&text).ok()
 }
 
 /// Standard, padded base64 (RFC 4648 §4): a Basic credential, a DSSE field.
@@ -49,6 +87,76 @@ mod tests {
         assert_eq!(b64_decode(" Zm9vYg== ").unwrap(), b"foob");
         assert!(b64_decode("not base64!").is_none());
         assert!(b64_decode("a b").is_none());
+    }
+
+    /// The hand-written decoder the credential search used before: the
+    /// loose decoder must take exactly what it took, and give the same bytes.
+    fn reference(s: &str) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        let (mut acc, mut bits) = (0u32, 0u32);
+        for c in s.bytes() {
+            let v = match c {
+                b'A'..=b'Z' => c - b'A',
+                b'a'..=b'z' => c - b'a' + 26,
+                b'0'..=b'9' => c - b'0' + 52,
+                b'+' | b'-' => 62,
+                b'/' | b'_' => 63,
+                b'=' => break,
+                _ => return None,
+            };
+            acc = (acc << 6) | v as u32;
+            bits += 6;
+            if bits >= 8 {
+                bits -= 8;
+                out.push((acc >> bits) as u8);
+                acc &= (1 << bits) - 1;
+            }
+        }
+        Some(out)
+    }
+
+    #[test]
+    fn loose_decoding_takes_what_it_always_took() {
+        let bytes = [0xfbu8, 0xff, 0x01, 0x7e];
+        for n in 0..=bytes.len() {
+            for enc in [
+                Base64::encode_string(&bytes[..n]),
+                Base64Url::encode_string(&bytes[..n]),
+                Base64UrlUnpadded::encode_string(&bytes[..n]),
+                Base64Unpadded::encode_string(&bytes[..n]),
+            ] {
+                assert_eq!(
+                    b64_decode_loose(&enc).as_deref(),
+                    Some(&bytes[..n]),
+                    "{enc}"
+                );
+            }
+        }
+        // Mixed alphabets, junk after the padding, spare bits, a lone char.
+        for s in [
+            "+-/_",
+            "Zm9vYg==junk!",
+            "Zm9vYh",
+            "QUJDR",
+            "",
+            "=",
+            "a b",
+            "é",
+        ] {
+            assert_eq!(b64_decode_loose(s), reference(s), "{s:?}");
+        }
+        let alphabet = b"AZaz09+-/_=.! \xc3";
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 11) as usize;
+            let s: String = (0..len)
+                .map(|i| alphabet[((x >> (i * 5)) % alphabet.len() as u64) as usize] as char)
+                .collect();
+            assert_eq!(b64_decode_loose(&s), reference(&s), "{s:?}");
+        }
     }
 
     #[test]

@@ -4,7 +4,9 @@
 pub mod codec;
 pub mod command;
 pub mod glob;
+pub mod jsonc;
 pub mod path;
+pub mod redact;
 pub mod sanitize;
 pub mod socket;
 pub mod text;

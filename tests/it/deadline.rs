@@ -285,6 +285,129 @@ fn probe_budget_over_a_hung_mount_without_a_global_cut() {
     assert!(bad.is_empty(), "{}\nreport:\n{text}", bad.join("\n"));
 }
 
+#[test]
+fn a_hung_home_costs_the_users_step_and_the_readers_say_so() {
+    // /home is a FUSE mount that never answers and that the tree's mount
+    // table does not list, so the mount inspection cannot see it hang: the
+    // users fact (src/facts/users.rs) lists /home and hangs there. It alone
+    // waits out its own deadline; the probes that read it go on without
+    // homes and say what that left unchecked.
+    let test = "a_hung_home_costs_the_users_step_and_the_readers_say_so";
+    if let Some(why) = prerequisites() {
+        assert!(!ci(), "{test}: {why} (required under CI)");
+        eprintln!("SKIPPED {test}: {why}");
+        return;
+    }
+    let mi = fs::read_to_string(format!("{DATA}/plain.mountinfo")).unwrap()
+        + "84 80 254:0 /srv/app /workspace rw,relatime - ext4 /dev/vda rw\n";
+    let fx = Fixture::container(
+        "hung-home",
+        &mi,
+        &crate::common::fixture::data("plain.status"),
+    );
+    fx.dir("workspace");
+    fx.dir("home");
+    fx.dir("root");
+    fx.file(
+        "etc/passwd",
+        "root:x:0:0::/root:/bin/sh\ndev:x:1000:1000::/home/dev:/bin/sh\n",
+    );
+    let out = TempPath::file("deadline", ".json");
+    let mut args: Vec<&std::ffi::OsStr> = vec!["--root".as_ref(), fx.dir.as_os_str()];
+    for a in [
+        "--format",
+        "json",
+        "--workspace",
+        "/workspace",
+        "--fail-on",
+        "critical",
+        "-o",
+    ] {
+        args.push(a.as_ref());
+    }
+    args.push(out.path.as_os_str());
+    let (code, wall, _, stderr) = over_hung_mount(&fx.path("home"), &args);
+    let text = fs::read_to_string(&out.path)
+        .unwrap_or_else(|e| panic!("no report was written ({e}); stderr:\n{stderr}"));
+    let j: Value = serde_json::from_str(&text).expect("the report is JSON");
+    let mut bad = Vec::new();
+    let records = j["probes"].as_array().cloned().unwrap_or_default();
+    let status = |p: &str| {
+        records
+            .iter()
+            .find(|r| r["name"] == p)
+            .map(|r| r["status"].as_str().unwrap_or("?").to_string())
+    };
+    let findings = j["findings"].as_array().cloned().unwrap_or_default();
+    let has = |code: &str, subject: &str| {
+        findings
+            .iter()
+            .any(|f| f["code"] == code && f["subject"] == subject)
+    };
+    if status("users").as_deref() != Some("timeout") {
+        bad.push(format!("users: {:?}, want timeout", status("users")));
+    }
+    if !has("probe.incomplete", "users") {
+        bad.push("no probe.incomplete for the users fact".into());
+    }
+    // Each reader finished, without homes, and says what it could not check.
+    for p in ["rootpaths", "secrets", "caches", "browsers"] {
+        if status(p).as_deref() != Some("ok") {
+            bad.push(format!("{p}: {:?}, want ok", status(p)));
+        }
+        let subject = format!("{p}:users");
+        match findings
+            .iter()
+            .find(|f| f["code"] == "probe.incomplete" && f["subject"] == subject)
+        {
+            None => bad.push(format!("no probe.incomplete {subject}")),
+            Some(f) if f["status"] != "unknown" || f["evidence"]["probe"] != p => {
+                bad.push(format!("{subject} is not this probe's unknown: {f}"))
+            }
+            Some(_) => {}
+        }
+    }
+    if status("artifacts").as_deref() != Some("ok") {
+        bad.push(format!("artifacts: {:?}, want ok", status("artifacts")));
+    }
+    if j["inventory"]["secrets"]["search"]["homes"] != serde_json::json!([]) {
+        bad.push(format!(
+            "homes searched without the users fact: {}",
+            j["inventory"]["secrets"]["search"]["homes"]
+        ));
+    }
+    // The users step's 2 s, then the other probes' own budgets: sockets
+    // globs /home/*/.docker/run/docker.sock from its catalog and waits out
+    // its 5 s; the readers of the users fact do not.
+    if wall > Duration::from_millis(9500) {
+        bad.push(format!("took {wall:?}"));
+    }
+    if stderr.contains("panicked") {
+        bad.push(format!("a panic reached stderr:\n{stderr}"));
+    }
+    if code == 101 || code == 3 {
+        bad.push(format!("exit {code}"));
+    }
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!(
+            "FIGURES hung /home: exit {code} after {wall:?}; probes not ok: {}\n",
+            records
+                .iter()
+                .filter(|r| r["status"] != "ok")
+                .map(|r| format!(
+                    "{}={}",
+                    r["name"].as_str().unwrap_or("?"),
+                    r["status"].as_str().unwrap_or("?")
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+        .as_bytes(),
+    );
+    assert!(bad.is_empty(), "{}\nreport:\n{text}", bad.join("\n"));
+}
+
 /// Canary files under `dir` (any depth), with whether each parses as a
 /// whole canary.
 fn canaries(dir: &Path) -> Vec<(std::path::PathBuf, bool)> {

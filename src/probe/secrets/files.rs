@@ -31,7 +31,8 @@ use super::rules::{
 };
 use super::structured;
 use super::tokens::{self, Token};
-use super::{MountIndex, Passwd};
+use super::MountIndex;
+use crate::facts::users::Users;
 use crate::host::Host;
 use crate::util::glob::{matches_component, Glob};
 
@@ -333,7 +334,7 @@ pub fn comps(p: &Path) -> Vec<String> {
 pub struct Search<'a> {
     host: &'a Host,
     mounts: &'a MountIndex,
-    passwd: &'a Passwd,
+    users: &'a Users,
     walk_deadline: Instant,
     deadline: Instant,
     visited: HashSet<(u64, u64)>,
@@ -362,7 +363,7 @@ impl<'a> Search<'a> {
     pub fn new(
         host: &'a Host,
         mounts: &'a MountIndex,
-        passwd: &'a Passwd,
+        users: &'a Users,
         walk_deadline: Instant,
         deadline: Instant,
     ) -> Search<'a> {
@@ -370,7 +371,7 @@ impl<'a> Search<'a> {
         Search {
             host,
             mounts,
-            passwd,
+            users,
             walk_deadline,
             deadline,
             visited: HashSet::new(),
@@ -920,7 +921,7 @@ impl<'a> Search<'a> {
             rule: rule.path.clone(),
             origin: c.origin.clone(),
             owner_uid: meta.uid(),
-            owner: self.passwd.name_of(meta.uid()),
+            owner: self.users.name_of(meta.uid()),
             mode: format!("{:04o}", meta.mode() & 0o7777),
             size: meta.len(),
             readable,
@@ -956,7 +957,7 @@ impl<'a> Search<'a> {
             shell: credentials().history[i].shell.clone(),
             size: meta.len(),
             owner_uid: meta.uid(),
-            owner: self.passwd.name_of(meta.uid()),
+            owner: self.users.name_of(meta.uid()),
             readable: false,
             mount,
             mount_class,
@@ -1067,7 +1068,7 @@ const REFRESH_NOTE: &str = "a refresh token beside it renews the session past th
 /// json-fields: the fields that hold a credential, listed by path; the
 /// stated expiry or the JWT's becomes a token judged against max_token_ttl.
 fn json_fields(rule: &FileRule, text: &str, path: &str, d: &mut Details) {
-    let Some(j) = structured::parse_json(text) else {
+    let Some(j) = crate::util::jsonc::parse_json(text) else {
         // Larger than max_read or not JSON: the field names alone.
         for f in &rule.fields {
             let last = f.rsplit('.').next().unwrap_or(f);
@@ -1217,7 +1218,7 @@ fn openssh_encrypted(body: &str) -> Option<bool> {
         return None;
     }
     b64.truncate(b64.len() - b64.len() % 4);
-    let bytes = tokens::b64_decode(std::str::from_utf8(&b64).ok()?)?;
+    let bytes = crate::util::codec::b64_decode_loose(std::str::from_utf8(&b64).ok()?)?;
     let rest = bytes.strip_prefix(b"openssh-key-v1\0")?;
     let n = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
     let cipher = rest.get(4..4 + n)?;
@@ -1468,9 +1469,9 @@ mod tests {
         }
         let host = Host::new(dir.clone(), std::time::Duration::from_secs(30));
         let idx = MountIndex::new(None);
-        let passwd = Passwd::read(&host, Path::new("/etc/passwd"));
+        let users = Users::collect(&host, None);
         let far = Instant::now() + std::time::Duration::from_secs(30);
-        let mut s = Search::new(&host, &idx, &passwd, far, far);
+        let mut s = Search::new(&host, &idx, &users, far, far);
         s.walk(&Root {
             path: PathBuf::from("/ws"),
             origin: "workspace".into(),

@@ -20,10 +20,11 @@ use serde_json::{Map, Value};
 
 use super::files::{read_head, Root};
 use super::rules::{credentials, env_secrets, placeholder, McpFormat, McpPlace};
-use super::{short, MountIndex};
+use super::{scoped_file, short, MountIndex};
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
 use crate::policy::Policy;
+use crate::util::redact;
 
 /// ~/.claude.json keeps every project's history beside its servers.
 const MAX_CONFIG: u64 = 8 << 20;
@@ -181,25 +182,11 @@ pub fn collect(host: &Host, idx: &MountIndex, places: &Places, deadline: Instant
             break;
         }
         let rule = &credentials().mcp[i];
-        let hp = host.path(&path);
-        let Ok(lmeta) = std::fs::symlink_metadata(&hp) else {
-            continue;
-        };
         // A dotfile manager's symlink is followed as long as it stays in
-        // the probed tree; nothing but a regular file is opened.
-        let Ok(real) = std::fs::canonicalize(&hp) else {
+        // the probed tree.
+        let Some((real, meta)) = scoped_file(host, &path, &root, &mut seen) else {
             continue;
         };
-        if !real.starts_with(&root) {
-            continue;
-        }
-        let Ok(meta) = std::fs::metadata(&real) else {
-            continue;
-        };
-        if !meta.is_file() || !seen.insert((meta.dev(), meta.ino())) {
-            continue;
-        }
-        let _ = lmeta;
         let mut cfg = McpConfig {
             path: path.to_string_lossy().into_owned(),
             client: rule.client.clone(),
@@ -222,7 +209,7 @@ pub fn collect(host: &Host, idx: &MountIndex, places: &Places, deadline: Instant
         cfg.readable = true;
         let text = String::from_utf8_lossy(&bytes);
         let doc = match rule.format {
-            McpFormat::Json => super::structured::parse_json(&text),
+            McpFormat::Json => crate::util::jsonc::parse_json(&text),
             McpFormat::Toml => toml::from_str::<toml::Value>(&text)
                 .ok()
                 .and_then(|t| serde_json::to_value(t).ok()),
@@ -510,24 +497,24 @@ fn redact_keep_flag(a: &str) -> String {
 /// the userinfo, or a query value that looks like a secret, is recorded.
 fn redact_url(u: &str, secrets: &mut Vec<McpSecret>) -> String {
     let rules = env_secrets();
-    let (base, query) = match u.split_once('?') {
-        Some((b, q)) => (b, Some(q)),
-        None => (u, None),
-    };
-    let mut shown = base.to_string();
-    if let Some(i) = base.find("://") {
-        let after = &base[i + 3..];
-        let end = after.find('/').unwrap_or(after.len());
-        if let Some(at) = after[..end].rfind('@') {
-            if super::rules::url_userinfo(base) {
-                secrets.push(McpSecret {
-                    field: "url".into(),
-                    kind: "url-credentials".into(),
-                    rule: "value url with user:password@".into(),
-                });
-            }
-            shown = format!("{}{}", &base[..i + 3], &after[at + 1..]);
+    let split = |s: &str| -> (String, Option<String>) {
+        match s.split_once('?') {
+            Some((b, q)) => (b.to_string(), Some(q.to_string())),
+            None => (s.to_string(), None),
         }
+    };
+    let (base, query) = split(u);
+    // The userinfo goes from the URL as a whole (src/util/redact.rs), so a
+    // password with an unencoded '?' goes with it; what is judged below is
+    // the URL as written.
+    let stripped = redact::strip(u);
+    let (mut shown, shown_query) = split(&stripped);
+    if stripped.len() != u.len() && super::rules::url_userinfo(&base) {
+        secrets.push(McpSecret {
+            field: "url".into(),
+            kind: "url-credentials".into(),
+            rule: "value url with user:password@".into(),
+        });
     }
     if let Some(v) = rules.value_rule(&shown) {
         secrets.push(McpSecret {
@@ -537,36 +524,40 @@ fn redact_url(u: &str, secrets: &mut Vec<McpSecret>) -> String {
         });
         shown = "<redacted>".into();
     }
-    if let Some(q) = query {
-        let mut parts = Vec::new();
-        for kv in q.split('&').take(32) {
-            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            let var = k.replace('-', "_").to_ascii_uppercase();
-            let hit = rules
-                .classify(&var, v)
-                .map(|h| (h.kind, h.rule))
-                .or_else(|| {
-                    (SECRET_QUERY.contains(&k.to_ascii_lowercase().as_str()) && !placeholder(v))
-                        .then(|| {
-                            (
-                                "url-query-secret".to_string(),
-                                format!("query parameter {k}"),
-                            )
-                        })
-                });
-            if let Some((kind, rule)) = hit {
-                secrets.push(McpSecret {
-                    field: format!("url query {}", short(k, 64)),
-                    kind,
-                    rule: short(&rule, 96),
-                });
-            }
-            parts.push(if v.is_empty() {
-                short(k, 64)
-            } else {
-                format!("{}=<redacted>", short(k, 64))
+    for kv in query.iter().flat_map(|q| q.split('&').take(32)) {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        let var = k.replace('-', "_").to_ascii_uppercase();
+        let hit = rules
+            .classify(&var, v)
+            .map(|h| (h.kind, h.rule))
+            .or_else(|| {
+                (SECRET_QUERY.contains(&k.to_ascii_lowercase().as_str()) && !placeholder(v)).then(
+                    || {
+                        (
+                            "url-query-secret".to_string(),
+                            format!("query parameter {k}"),
+                        )
+                    },
+                )
+            });
+        if let Some((kind, rule)) = hit {
+            secrets.push(McpSecret {
+                field: format!("url query {}", short(k, 64)),
+                kind,
+                rule: short(&rule, 96),
             });
         }
+    }
+    if let Some(q) = shown_query {
+        let parts: Vec<String> = q
+            .split('&')
+            .take(32)
+            .map(|kv| match kv.split_once('=') {
+                Some((k, v)) if !v.is_empty() => format!("{}=<redacted>", short(k, 64)),
+                Some((k, _)) => short(k, 64),
+                None => short(kv, 64),
+            })
+            .collect();
         shown = format!("{shown}?{}", parts.join("&"));
     }
     short(&shown, 512)
@@ -749,6 +740,28 @@ mod tests {
             fields.contains(&"arg 3") && fields.contains(&"arg 4"),
             "{fields:?}"
         );
+    }
+
+    #[test]
+    fn url_credentials_go_in_every_spelling() {
+        for u in [
+            "https://u:Kq7Z?x9Wm@mcp.example.com/x?a=1",
+            "https://u:Kq7Z/x9Wm@mcp.example.com/",
+            "https://u:Kq7Z%40x9Wm@mcp.example.com/",
+            "https://u:Kq7Z@x9Wm@[fd00::1]:8443/mcp",
+            "https://mcp.example.com/?next=https://u:Kq7Zx9Wm@e.example/",
+        ] {
+            let mut found = Vec::new();
+            let shown = redact_url(u, &mut found);
+            assert!(
+                !shown.contains("Kq7Z") && !shown.contains("x9Wm"),
+                "{u} -> {shown}"
+            );
+        }
+        let mut found = Vec::new();
+        let shown = redact_url("https://u:Kq7Zx9Wm@[fd00::1]:8443/mcp?v=2", &mut found);
+        assert_eq!(shown, "https://[fd00::1]:8443/mcp?v=<redacted>");
+        assert_eq!(found[0].kind, "url-credentials");
     }
 
     #[test]

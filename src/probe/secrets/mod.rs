@@ -38,8 +38,9 @@ use self::history::History;
 use self::rules::{credentials, Protocol};
 use self::tokens::Token;
 use crate::facts::mounts::{MountClass, MountFacts};
+use crate::facts::users::Users;
 use crate::finding::{Finding, Severity};
-use crate::host::{read_regular, Host};
+use crate::host::Host;
 use crate::policy::Policy;
 
 /// When the policy names no [secrets] max_token_ttl: a token that outlives
@@ -51,76 +52,6 @@ const MAX_TOKEN_FILE: u64 = 64 * 1024;
 /// Attacker-controlled text (names, comm, claims) made short and inert.
 pub fn short(s: &str, n: usize) -> String {
     crate::util::sanitize::short(s, n)
-}
-
-#[derive(Debug, Clone)]
-pub struct PwEntry {
-    pub name: String,
-    pub uid: u32,
-    pub home: String,
-    pub shell: String,
-}
-
-/// /etc/passwd parsed by hand: static glibc has no NSS.
-#[derive(Debug, Clone, Default)]
-pub struct Passwd {
-    pub entries: Vec<PwEntry>,
-}
-
-impl Passwd {
-    pub fn parse(text: &str) -> Passwd {
-        let entries = text
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .filter_map(|l| {
-                let f: Vec<&str> = l.split(':').collect();
-                (f.len() >= 7).then(|| PwEntry {
-                    name: short(f[0], 32),
-                    uid: f[2].parse().unwrap_or(u32::MAX),
-                    home: f[5].to_string(),
-                    shell: f[6].to_string(),
-                })
-            })
-            .take(10_000)
-            .collect();
-        Passwd { entries }
-    }
-
-    pub fn read(host: &Host, path: &Path) -> Passwd {
-        read_regular(&host.path(path), 4 << 20)
-            .map(|b| Passwd::parse(&String::from_utf8_lossy(&b)))
-            .unwrap_or_default()
-    }
-
-    pub fn name_of(&self, uid: u32) -> Option<String> {
-        self.entries
-            .iter()
-            .find(|e| e.uid == uid)
-            .map(|e| e.name.clone())
-    }
-
-    /// Homes worth searching: real users' homes, and any home of an account
-    /// with a login shell; not /, /nonexistent or system directories.
-    pub fn homes(&self) -> impl Iterator<Item = &str> {
-        self.entries.iter().filter_map(|e| {
-            let h = e.home.trim_end_matches('/');
-            let h = if h.is_empty() { "/" } else { h };
-            let system = [
-                "/bin", "/sbin", "/usr", "/lib", "/dev", "/proc", "/sys", "/run", "/var/run",
-                "/boot", "/etc",
-            ];
-            let bad = !h.starts_with('/')
-                || ["/", "/nonexistent", "/var/empty", "/dev/null"].contains(&h)
-                || system
-                    .iter()
-                    .any(|s| h == *s || h.starts_with(&format!("{s}/")));
-            let login = !(e.shell.ends_with("nologin")
-                || e.shell.ends_with("/false")
-                || e.shell.ends_with("/sync"));
-            let user_home = h == "/root" || h.starts_with("/home/");
-            (!bad && (login || user_home)).then_some(h)
-        })
-    }
 }
 
 /// Which mount a path is on, from the mounts probe.
@@ -244,6 +175,7 @@ fn getenv<'a>(vars: &'a [(String, String)], k: &str) -> Option<&'a str> {
 pub fn collect(
     host: &Host,
     mounts: Option<&MountFacts>,
+    users: &Users,
     workspace: Option<&Path>,
     deadline: Instant,
 ) -> SecretFacts {
@@ -267,9 +199,19 @@ pub fn collect(
     );
 
     let idx = MountIndex::new(mounts);
-    let passwd = Passwd::read(host, Path::new("/etc/passwd"));
-    let homes = homes(host, &passwd, mounts, &vars);
-    let mut search = Search::new(host, &idx, &passwd, walk_deadline, deadline);
+    // Every home of the users fact (src/facts/users.rs), each walked
+    // under a home's budget.
+    let homes: Vec<Root> = users
+        .homes
+        .iter()
+        .map(|h| Root {
+            path: h.path.clone(),
+            origin: h.origin.clone(),
+            alias: h.alias.clone(),
+            budget: HOME_BUDGET,
+        })
+        .collect();
+    let mut search = Search::new(host, &idx, users, walk_deadline, deadline);
     search.facts.homes = homes
         .iter()
         .map(|h| h.path.to_string_lossy().into_owned())
@@ -433,68 +375,6 @@ pub fn collect(
     facts
 }
 
-fn homes(
-    host: &Host,
-    passwd: &Passwd,
-    mounts: Option<&MountFacts>,
-    vars: &[(String, String)],
-) -> Vec<Root> {
-    let mut out: Vec<Root> = Vec::new();
-    let mut add = |path: PathBuf, origin: String, alias: Option<PathBuf>| {
-        if out.iter().any(|h| h.path == path) || !host.path(&path).is_dir() {
-            return;
-        }
-        out.push(Root {
-            path,
-            origin,
-            alias,
-            budget: HOME_BUDGET,
-        });
-    };
-    let list = |dir: &Path| -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(host.path(dir))
-            .map(|rd| {
-                rd.flatten()
-                    .take(1000)
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                    .map(|e| dir.join(e.file_name()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        v.sort();
-        v
-    };
-    for h in passwd.homes() {
-        add(PathBuf::from(h), "passwd".into(), None);
-    }
-    for h in list(Path::new("/home")) {
-        add(h, "home-dir".into(), None);
-    }
-    add(PathBuf::from("/root"), "root".into(), None);
-    if let Some(h) = getenv(vars, "HOME").filter(|h| h.starts_with('/') && *h != "/") {
-        add(PathBuf::from(h), "env:HOME".into(), None);
-    }
-    // The host's own homes, through a mount of its root filesystem.
-    for e in mounts.into_iter().flat_map(|m| &m.mounts) {
-        if e.class != MountClass::HostRoot {
-            continue;
-        }
-        let m = &e.mount.mount_point;
-        let origin = format!("host-root:{}", m.display());
-        let hp = Passwd::read(host, &m.join("etc/passwd"));
-        for h in hp.homes() {
-            let rel = h.trim_start_matches('/');
-            add(m.join(rel), origin.clone(), Some(PathBuf::from(h)));
-        }
-        for h in list(&m.join("home")) {
-            let alias = h.strip_prefix(m).ok().map(|r| Path::new("/").join(r));
-            add(h, origin.clone(), alias);
-        }
-        add(m.join("root"), origin.clone(), Some(PathBuf::from("/root")));
-    }
-    out
-}
-
 fn query_agents(
     host: &Host,
     idx: &MountIndex,
@@ -565,6 +445,24 @@ fn query_agents(
     }
 }
 
+/// The regular file `path` (in-root) resolves to, with its metadata, when
+/// it stays inside `scope` (a canonical host path) and its inode was not
+/// seen before: links are followed that far and no further, and nothing
+/// but a regular file is opened.
+pub fn scoped_file(
+    host: &Host,
+    path: &Path,
+    scope: &Path,
+    seen: &mut HashSet<(u64, u64)>,
+) -> Option<(PathBuf, std::fs::Metadata)> {
+    let real = std::fs::canonicalize(host.path(path)).ok()?;
+    if !real.starts_with(scope) {
+        return None;
+    }
+    let meta = std::fs::metadata(&real).ok()?;
+    (meta.is_file() && seen.insert((meta.dev(), meta.ino()))).then_some((real, meta))
+}
+
 fn collect_tokens(
     host: &Host,
     idx: &MountIndex,
@@ -576,23 +474,15 @@ fn collect_tokens(
     let mut out = Vec::new();
     let mut inodes = HashSet::new();
     let mut read = |path: &Path, kind: &str, jwt_only: bool, out: &mut Vec<Token>| {
-        let hp = host.path(path);
         // Projected service-account tokens are symlinks (token -> ..data/token):
         // follow them, but only inside the token's own directory.
         let scope = host.path(path.parent().unwrap_or(Path::new("/")));
-        let (Ok(real), Ok(scope)) = (std::fs::canonicalize(&hp), std::fs::canonicalize(&scope))
-        else {
+        let Ok(scope) = std::fs::canonicalize(&scope) else {
             return;
         };
-        if !real.starts_with(&scope) {
-            return;
-        }
-        let Ok(meta) = std::fs::metadata(&real) else {
+        let Some((real, _)) = scoped_file(host, path, &scope, &mut inodes) else {
             return;
         };
-        if !meta.is_file() || !inodes.insert((meta.dev(), meta.ino())) {
-            return;
-        }
         let Ok(bytes) = files::read_head(&real, MAX_TOKEN_FILE) else {
             return;
         };
@@ -740,6 +630,14 @@ fn with_all(mut f: Finding, v: Value) -> Finding {
     f
 }
 
+/// The finding at `sev` when one is given, else at its code's severity.
+fn graded(f: Finding, sev: Option<Severity>) -> Finding {
+    match sev {
+        Some(s) => f.severity(s),
+        None => f,
+    }
+}
+
 fn epoch(now: SystemTime) -> i64 {
     now.duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -755,8 +653,26 @@ fn rfc3339_secs(t: i64) -> Option<String> {
 }
 
 /// Findings from the facts: pure, so the policy's TTL and the clock are
-/// all it depends on beside them.
+/// all it depends on beside them. In this order: variables, processes,
+/// package trees, files, agents, helpers, tokens, histories, MCP servers,
+/// and what the budgets cut short.
 pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Finding> {
+    let mut out = env_findings(f);
+    out.extend(process_findings(f));
+    // Keys in a package tree are its packages' fixtures: one finding per tree.
+    out.extend(packages::evaluate(&f.search.package_trees));
+    out.extend(file_findings(f, now));
+    out.extend(agent_findings(f));
+    out.extend(helper_findings(f));
+    out.extend(token_findings(f, policy, now));
+    out.extend(history_findings(f));
+    out.extend(mcp::evaluate(&f.mcp, policy));
+    out.extend(incomplete_findings(f));
+    out
+}
+
+/// secret.env: this process's secret-looking variables, by name.
+fn env_findings(f: &SecretFacts) -> Vec<Finding> {
     let mut out = Vec::new();
     for e in &f.env {
         out.push(with_all(
@@ -777,6 +693,12 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
             json(e),
         ));
     }
+    out
+}
+
+/// secret.process-env: other processes whose environment holds secrets.
+fn process_findings(f: &SecretFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
     for p in &f.processes.hits {
         let names: Vec<&str> = p.variables.iter().map(|v| v.name.as_str()).collect();
         out.push(
@@ -798,8 +720,13 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
             .with("variables", json(&p.variables)),
         );
     }
-    // Keys in a package tree are its packages' fixtures: one finding per tree.
-    out.extend(packages::evaluate(&f.search.package_trees));
+    out
+}
+
+/// secret.file: credential files outside package trees, with what they
+/// hold, who may read them, the mount they are on and a token's expiry.
+fn file_findings(f: &SecretFacts, now: SystemTime) -> Vec<Finding> {
+    let mut out = Vec::new();
     for c in f.files.iter().filter(|c| c.package_tree.is_none()) {
         let mut what = c.kind.clone();
         if let Some(fmt) = &c.format {
@@ -868,11 +795,14 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
         if let Some(e) = c.expires_at.and_then(rfc3339_secs) {
             fnd = fnd.with("expires", e);
         }
-        if let Some(s) = sev {
-            fnd = fnd.severity(s);
-        }
-        out.push(fnd);
+        out.push(graded(fnd, sev));
     }
+    out
+}
+
+/// secret.agent-socket: SSH and GnuPG agents, by what they answered.
+fn agent_findings(f: &SecretFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
     for a in &f.agents {
         if a.outcome == AgentOutcome::NoAnswer {
             // A socket that takes the connection and stays silent may still
@@ -926,12 +856,15 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
                 format!("the {proto} agent at {} ({}) answered but did not list its keys", a.path, a.origin),
             ),
         };
-        let mut fnd = with_all(Finding::new("secret.agent-socket", &a.path, msg), json(a));
-        if let Some(s) = sev {
-            fnd = fnd.severity(s);
-        }
-        out.push(fnd);
+        let fnd = with_all(Finding::new("secret.agent-socket", &a.path, msg), json(a));
+        out.push(graded(fnd, sev));
     }
+    out
+}
+
+/// secret.credential-helper: credential helpers and relays to the IDE or host.
+fn helper_findings(f: &SecretFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
     for h in &f.helpers {
         let sev = if (h.forwarded && h.exists != Some(false)) || h.inline_secret {
             None
@@ -972,15 +905,19 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
         if h.inline_secret {
             msg.push_str("; its command line itself holds a secret-looking value");
         }
-        let mut fnd = with_all(
+        let fnd = with_all(
             Finding::new("secret.credential-helper", &h.subject, msg),
             json(h),
         );
-        if let Some(s) = sev {
-            fnd = fnd.severity(s);
-        }
-        out.push(fnd);
+        out.push(graded(fnd, sev));
     }
+    out
+}
+
+/// secret.token-long-lived and secret.token-expired: token lifetimes
+/// against the policy's max_token_ttl (or the default).
+fn token_findings(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Finding> {
+    let mut out = Vec::new();
     let now_s = epoch(now);
     let (max, max_source) = match policy.max_token_ttl {
         Some(d) => (d, "policy"),
@@ -1068,6 +1005,13 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
             Some(_) => {}
         }
     }
+    out
+}
+
+/// artifact.shell-history: histories with secret-looking lines, or that
+/// survive teardown.
+fn history_findings(f: &SecretFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
     for h in &f.histories {
         let persistent = h.persistent == Some(true);
         let sev = match (h.secret_lines > 0, persistent) {
@@ -1093,16 +1037,18 @@ pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Findin
                 ""
             }
         ));
-        let mut fnd = with_all(
+        let fnd = with_all(
             Finding::new("artifact.shell-history", &h.path, msg),
             json(h),
         );
-        if let Some(s) = sev {
-            fnd = fnd.severity(s);
-        }
-        out.push(fnd);
+        out.push(graded(fnd, sev));
     }
-    out.extend(mcp::evaluate(&f.mcp, policy));
+    out
+}
+
+/// probe.incomplete for each part of the search a budget cut short.
+fn incomplete_findings(f: &SecretFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
     let incomplete = |subject: String, msg: String| {
         Finding::new("probe.incomplete", subject, msg)
             .unknown()
@@ -1205,25 +1151,14 @@ mod tests {
             let _ = agents::parse_identities(&buf);
             let _ = helpers::git_config_helpers(&text);
             let _ = helpers::classify(&text);
-            let _ = Passwd::parse(&text);
+            let _ = crate::facts::users::Passwd::parse(&text);
             let _ = rules::env_secrets().line_hit(&text);
             let _ = rules::env_secrets().classify("X_TOKEN", &text);
             let _ = structured::scan_keys(&text, &["apiKey".to_string()]);
             let _ = structured::parse_rfc3339(&text);
-            if let Some(Value::Object(m)) = structured::parse_json(&text) {
+            if let Some(Value::Object(m)) = crate::util::jsonc::parse_json(&text) {
                 let _ = mcp::test_server(&m);
             }
         }
-    }
-
-    #[test]
-    fn passwd_homes() {
-        let p = Passwd::parse(
-            "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/usr/sbin/nologin\nwww:x:33:33::/var/www:/usr/sbin/nologin\npg:x:70:70::/var/lib/postgresql:/bin/bash\nalice:x:1000:1000::/home/alice:/usr/sbin/nologin\nnobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\nbad line\n",
-        );
-        let h: Vec<&str> = p.homes().collect();
-        assert_eq!(h, vec!["/root", "/var/lib/postgresql", "/home/alice"]);
-        assert_eq!(p.name_of(1000).as_deref(), Some("alice"));
-        assert_eq!(p.name_of(4), None);
     }
 }

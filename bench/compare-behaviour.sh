@@ -36,8 +36,9 @@
 #   --target-dir DIR  cargo's target dir for the temporary worktrees
 #                     (default: this checkout's target/, so dependencies are
 #                     not built again; the crate itself is rebuilt per tree)
-# With cargo test args (e.g. `-- --test it containers::`) only the tests the
-# new capture holds are compared.
+# With cargo test args (e.g. `-- --test it -- containers:: engines::`; the
+# second `--` is cargo's, before the test filters) only the tests the new
+# capture holds are compared.
 #
 # Exit: 0 when every report is the same (or noisy), 1 when one differs or is
 # missing, 2 on a usage or setup error.
@@ -128,6 +129,11 @@ capture() {
     n=$(find "$out/$label" -name '*.json' | wc -l)
     echo "   exit $rc, $n reports, $((SECONDS - t0)) s (log: $out/$label.log)" >&2
     grep -E '^test .* FAILED$' "$out/$label.log" | sed 's/^/   /' >&2 || true
+    if ((n == 0)); then
+        echo "compare-behaviour: $label wrote no report; the end of its log:" >&2
+        tail -n 20 "$out/$label.log" >&2
+        exit 2
+    fi
 }
 
 if ((${#base_dumps[@]})); then

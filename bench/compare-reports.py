@@ -41,8 +41,13 @@ IDS
      it occurs; other run ids (values of `run_id`, `canary_run_id`: an
      earlier run's canary) -> "<run-id#k>" wherever they occur; the 16 hex
      digits of a `.selfprobe-canary-<id>` name -> "<canary-id>".
-  I2 tool.sha256, the hash of the binary under test (two builds of
-     different source differ by construction) -> "<binary-sha256>".
+  I2 The hash of the binary under test (tool.sha256; a SARIF log's
+     invocation properties.binarySha256), wherever it occurs: two builds of
+     different source differ by construction -> "<binary-sha256>". The same
+     for the digest of the image the harness builds around that binary
+     (Containerfile.test): an `image_id` (or image_id.value) "sha256:<hex>"
+     and the hex of a `localhost/selfprobe-test@sha256:<hex>` reference,
+     wherever they occur -> "<image#k>".
   I3 Key material the tests make per run (tests/it/common/keys.rs) or the
      run makes (an ephemeral key): the values of `keyid` and `public_key`,
      and a canary's `signature.sig` -> "<key#k>".
@@ -51,9 +56,7 @@ IDS
      12 digits standing alone (Docker's hostname); a 64-hex path
      component after overlay-containers/, containers/, overlay/, overlay2/,
      sandbox/, sandboxes/, vfs-containers/, vfs-layers/ or vfs/dir/;
-     podman's 26-character layer links `l/XXXX`; an `image_id` value
-     "sha256:<64 hex>" (the image holds the binary under test) ->
-     "<engine-id#k>".
+     podman's 26-character layer links `l/XXXX` -> "<engine-id#k>".
   I5 Kernel-made ids: namespace inodes (the N of `ns:[N]` anywhere,
      inventory.namespaces.inodes.*, evidence `inode` / `initial_inode`)
      -> "<ns#k>"; mount ids (`id` and `parent` of inventory.mounts.mounts
@@ -169,6 +172,7 @@ NS_NUMBER_KEYS = {"inode", "initial_inode"}
 PORT = re.compile(r"(?P<host>[A-Za-z0-9][A-Za-z0-9.-]*|\[[0-9a-f:.]+\]):(?P<port>\d{5})(?!\w)")
 EPHEMERAL = range(32768, 61000)
 IMAGE_ID = re.compile(r"^sha256:[0-9a-f]{64}$")
+TEST_IMAGE_REF = re.compile(r"localhost/selfprobe-test(?:-docker)?(?::[\w.-]+)?@sha256:([0-9a-f]{64})")
 # RFC 3339 stamps and the keys holding Unix times, compared relative to
 # the run's own start (see same_time).
 EPOCH_KEYS = {"exp", "iat", "nbf", "expires_at", "warnafter"}
@@ -226,6 +230,28 @@ class Normaliser:
             elif key in RUN_ID_KEYS and isinstance(v, str) and v and v != self.run_id:
                 self.other_run_ids.add(v)
         run_ids(doc)
+        # The image the harness builds holds the binary under test
+        # (Containerfile.test): its digest changes with the binary.
+        self.image_digests = set()
+        self.binary_hashes = set()
+
+        def digests(v, key=None, parent=None):
+            if isinstance(v, dict):
+                for k, x in v.items():
+                    digests(x, k, key)
+            elif isinstance(v, list):
+                for x in v:
+                    digests(x, key, parent)
+            elif isinstance(v, str):
+                if (key == "image_id" or (parent == "image_id" and key == "value")) \
+                        and IMAGE_ID.match(v):
+                    self.image_digests.add(v[len("sha256:"):])
+                for m in TEST_IMAGE_REF.finditer(v):
+                    self.image_digests.add(m[1])
+                if key in ("sha256", "binarySha256") and parent in ("tool", "properties") \
+                        and HEX64.match(v):
+                    self.binary_hashes.add(v)
+        digests(doc)
         self.container_ids = set()
         if isinstance(doc, dict):
             inv = doc.get("inventory") or {}
@@ -257,6 +283,12 @@ class Normaliser:
         for rid in self.other_run_ids:
             if rid in s:
                 s = s.replace(rid, self.token("run-id", rid))
+        for h in self.binary_hashes:
+            if h in s:
+                s = s.replace(h, "<binary-sha256>")
+        for d in self.image_digests:
+            if d in s:
+                s = s.replace(d, self.token("image", d))
         for cid in self.container_ids:
             if cid in s:
                 s = s.replace(cid, self.token("engine-id", cid))
@@ -291,8 +323,6 @@ class Normaliser:
             return self.token("anon-dev", str(v))
         if key in ("keyid", "public_key") and isinstance(v, str) and v:
             return self.token("key", v)
-        if key == "image_id" and isinstance(v, str) and IMAGE_ID.match(v):
-            return self.token("engine-id", v)
         if key == "head_commit" and isinstance(v, str) and v:
             return self.token("commit", v)
         if key == "worktree_id" and v == self.checkout_name:
@@ -328,9 +358,6 @@ class Normaliser:
         out = self.value(doc)
         if not isinstance(out, dict):
             return out
-        tool = out.get("tool")
-        if isinstance(tool, dict) and "sha256" in tool:
-            tool["sha256"] = "<binary-sha256>"
         # Finding ids: recomputed over the normalised subject where the
         # subject changed and the id follows src/finding.rs's rule.
         ids = {}
@@ -560,6 +587,10 @@ def main():
             print(f"compare-reports: {d}: not a directory", file=sys.stderr)
             return 2
     la, lb = listing(args.a), listing(args.b)
+    for d, names in ((args.a, la), (args.b, lb)):
+        if not names:
+            print(f"compare-reports: {d}: no reports", file=sys.stderr)
+            return 2
     if args.names_from_b:
         tests = {test_of(n) for n in lb}
         la = {n for n in la if test_of(n) in tests}

@@ -184,6 +184,11 @@ fn signed_run_with(
     .env_remove("SELFPROBE_SIGNING_KEY");
     tweak(&mut cmd);
     let out = cmd.output().unwrap();
+    if format == "json" {
+        if let Ok(r) = fs::read(&report) {
+            crate::common::dump::report(r);
+        }
+    }
     Signed {
         out,
         report,

@@ -429,6 +429,7 @@ fn json_run(f: &Fixture, env: &[(&str, &str)]) -> Value {
         cmd.env(k, v);
     }
     let out = cmd.output().unwrap();
+    crate::common::dump::report(&out.stdout);
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)))
 }

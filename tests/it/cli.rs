@@ -147,7 +147,9 @@ fn output_file_and_no_color() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(o.stdout.is_empty());
-    let v: serde_json::Value = serde_json::from_slice(&fs::read(&out).unwrap()).unwrap();
+    let v = fs::read(&out).unwrap();
+    crate::common::dump::report(&v);
+    let v: serde_json::Value = serde_json::from_slice(&v).unwrap();
     assert_eq!(v["summary"]["exit_code"], 0);
     // Not a terminal: never colour, whatever NO_COLOR says.
     let o = Command::new(BIN)

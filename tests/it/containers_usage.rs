@@ -68,6 +68,7 @@ fn cp_then_exec_into_a_running_container() {
         .args(["exec", &ctr.0, "/tmp/selfprobe", "--format", "json"])
         .output()
         .unwrap();
+    crate::common::dump::report(&out.stdout);
     let json: Value = serde_json::from_slice(&out.stdout).expect("exec prints the JSON report");
     assert_eq!(
         out.status.code(),
@@ -174,11 +175,10 @@ fn devcontainer_post_create_command_runs_it() {
     .unwrap();
     let (ok, log) = devcontainer_up(&dir.0.path);
     assert!(ok, "devcontainer up failed:\n{log}");
-    let report: Value = serde_json::from_slice(
-        &std::fs::read(dir.0.path.join("selfprobe.json"))
-            .expect("postCreateCommand wrote the report into the workspace"),
-    )
-    .unwrap();
+    let report = std::fs::read(dir.0.path.join("selfprobe.json"))
+        .expect("postCreateCommand wrote the report into the workspace");
+    crate::common::dump::report(&report);
+    let report: Value = serde_json::from_slice(&report).unwrap();
     let ws = format!("/workspaces/{name}");
     assert_eq!(report["run"]["workspace"], ws.as_str());
     let mounts = report["inventory"]["mounts"]["mounts"].as_array().unwrap();

@@ -124,6 +124,7 @@ fn hung_run(test: &str, args: &[&str]) -> Option<Hung> {
     let (code, wall, stderr) = run_over_hung_mount(&fx, &out.path, args);
     let text = fs::read_to_string(&out.path)
         .unwrap_or_else(|e| panic!("no report was written ({e}); stderr:\n{stderr}"));
+    crate::common::dump::report(&text);
     let json: Value = serde_json::from_str(&text).expect("the report is JSON");
     let mut bad = Vec::new();
     if tree_hash(&fx.dir) != before {
@@ -482,6 +483,7 @@ fn canary_plant_over_a_hung_mount_is_bounded_and_says_so() {
         let (code, wall, _, stderr) = over_hung_mount(&fx.path("data"), &args);
         let text = fs::read_to_string(&out.path)
             .unwrap_or_else(|e| panic!("{root}: no plant report ({e}); stderr:\n{stderr}"));
+        crate::common::dump::report(&text);
         let j: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(code, 3, "{root}: a location not tried is exit 3\n{text}");
         assert!(

@@ -469,6 +469,7 @@ fn the_machine_itself_reports_boundary_none_and_no_container() {
         .stdin(std::process::Stdio::null())
         .output()
         .expect("run the shipped binary");
+    crate::common::dump::report(&out.stdout);
     let json: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
     let r = Run {
         what: "selfprobe on the machine itself".into(),

@@ -239,6 +239,7 @@ fn check_all(runs: &[(&str, Out)], container: bool) -> Vec<String> {
 fn check_json(o: &Out, ws: &str) -> Vec<String> {
     let w = &o.what;
     let mut bad = Vec::new();
+    crate::common::dump::report(&o.stdout);
     let j: Value = match serde_json::from_slice(&o.stdout) {
         Ok(j) => j,
         Err(e) => return vec![format!("{w}: not JSON ({e}); stderr:\n{}", o.stderr)],

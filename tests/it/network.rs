@@ -123,6 +123,7 @@ impl Root {
         let out = cmd.output().expect("run selfprobe");
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        crate::common::dump::report(&out.stdout);
         let json = serde_json::from_str(&stdout).unwrap_or_else(|e| {
             panic!(
                 "stdout is not JSON ({e}); exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",

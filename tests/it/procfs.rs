@@ -32,6 +32,7 @@ exec "$0" --format json --fail-on none --timeout 20s"#;
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
+    crate::common::dump::report(&o.stdout);
     let r: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("no JSON report ({e}); stderr: {stderr}"));
     let findings = r["findings"].as_array().unwrap();

@@ -309,6 +309,7 @@ fn live(ws: &Path) -> Value {
         .arg(&pol)
         .output()
         .unwrap();
+    crate::common::dump::report(&out.stdout);
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
 }

@@ -80,6 +80,9 @@ struct Out {
 
 impl Out {
     fn from(o: Output) -> Out {
+        if crate::common::dump::looks_like_report(&o.stdout) {
+            crate::common::dump::report(&o.stdout);
+        }
         let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
         Out {
             code: o.status.code().unwrap_or(-1),

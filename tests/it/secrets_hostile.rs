@@ -103,6 +103,7 @@ fn measure(bin: &PathBuf, root: &PathBuf, uid: Option<u32>) -> Measured {
     let wall = started.elapsed();
     let stdout = o.join().unwrap();
     let stderr = e.join().unwrap();
+    crate::common::dump::report(&stdout);
     let json = serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("no JSON ({e}); stderr:\n{stderr}"));
     Measured {

@@ -160,6 +160,9 @@ pub struct Run {
 
 impl Run {
     pub fn from(o: Output) -> Run {
+        if super::dump::looks_like_report(&o.stdout) {
+            super::dump::report(&o.stdout);
+        }
         let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
         let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
         Run {

@@ -255,6 +255,7 @@ pub struct Output {
 /// named container it was running.
 pub fn run_bounded(mut cmd: Command, limit: Duration, ctr: Option<&str>) -> Result<Output, String> {
     let shown = format!("{cmd:?}");
+    let dump = super::dump::is_json_run(&cmd);
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -290,9 +291,13 @@ pub fn run_bounded(mut cmd: Command, limit: Duration, ctr: Option<&str>) -> Resu
             Err(e) => return Err(format!("wait {shown}: {e}")),
         }
     };
+    let stdout = out.join().unwrap_or_default();
+    if dump {
+        super::dump::report(&stdout);
+    }
     Ok(Output {
         code: status.code(),
-        stdout: out.join().unwrap_or_default(),
+        stdout,
         stderr: err.join().unwrap_or_default(),
     })
 }

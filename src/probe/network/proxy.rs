@@ -12,9 +12,10 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
-use super::http::{base64, Response};
+use super::http::Response;
 use crate::host::Host;
 use crate::target::{self, HostName, Scheme, Target};
+use crate::util::codec::b64_encode;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProxyInfo {
@@ -407,7 +408,7 @@ fn parse_proxy(v: &str) -> ProxyUrl {
         var: String::new(),
         host: HostName::Name(String::new()),
         port: 0,
-        auth: userinfo.map(|u| format!("Basic {}", base64(&percent_decode(u)))),
+        auth: userinfo.map(|u| format!("Basic {}", b64_encode(&percent_decode(u)))),
         shown,
         unsupported: None,
     };
@@ -615,7 +616,7 @@ mod tests {
             parse_proxy("http://u:s3/cr?et#x@proxy:3128/")
                 .auth
                 .as_deref(),
-            Some(format!("Basic {}", base64(b"u:s3/cr?et#x")).as_str())
+            Some(format!("Basic {}", b64_encode(b"u:s3/cr?et#x")).as_str())
         );
         let e = env(&[
             ("HTTPS_PROXY", "http://u:p@proxy:1"),
@@ -631,7 +632,7 @@ mod tests {
         let p = parse_proxy("http://us%40er:p%3Ass@proxy:3128/");
         assert_eq!(
             p.auth.as_deref(),
-            Some(format!("Basic {}", base64(b"us@er:p:ss")).as_str())
+            Some(format!("Basic {}", b64_encode(b"us@er:p:ss")).as_str())
         );
         assert_eq!(p.shown, "http://***@proxy:3128/");
         assert!(parse_proxy("socks5://proxy:1080").unsupported.is_some());

@@ -12,10 +12,10 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
-use super::http::Response;
 use crate::host::Host;
 use crate::target::{self, HostName, Scheme, Target};
 use crate::util::codec::b64_encode;
+use crate::util::http1::Response;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProxyInfo {
@@ -507,19 +507,13 @@ mod tests {
         e.info.variables.iter().map(String::as_str).collect()
     }
 
+    /// The head as the network probe reads it (the codec's parser).
     fn answer(head: &str) -> Response {
-        let mut lines = head.split("\r\n");
-        let mut first = lines.next().unwrap().splitn(3, ' ');
-        first.next();
-        Response {
-            status: first.next().unwrap().parse().unwrap(),
-            reason: first.next().unwrap_or("").to_string(),
-            headers: lines
-                .filter_map(|l| l.split_once(':'))
-                .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-                .collect(),
-            body: Vec::new(),
-        }
+        let head = format!("{head}\r\n\r\n");
+        crate::util::http1::parse_head(head.as_bytes())
+            .expect("an HTTP head")
+            .expect("a whole head")
+            .0
     }
 
     /// Heads as Debian's squid 5.7 and tinyproxy 1.11.1 sent them

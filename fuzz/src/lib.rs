@@ -22,7 +22,7 @@ use selfprobe::probe::network::resolve;
 use selfprobe::probe::privilege::{self, PrivFacts, PrivilegedSignals};
 use selfprobe::probe::secrets::{self, env, rules, tokens, SecretFacts};
 use selfprobe::probe::{repro, sockets};
-use selfprobe::util::http1::Timed;
+use selfprobe::util::http1::{self, HeadError, Timed};
 
 /// A target's body: the fuzzer's bytes in, a panic on any broken invariant.
 pub type Body = fn(&[u8]);
@@ -38,6 +38,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("jwt", jwt),
     ("policy_toml", policy_toml),
     ("env_rules", env_rules),
+    ("http_head", http_head),
     ("engine_http", engine_http),
     ("dns_answer", dns_answer),
 ];
@@ -438,6 +439,62 @@ impl Timed for Canned<'_> {
 /// Far enough that no deadline ends a run: the bytes end it.
 fn far() -> Instant {
     Instant::now() + Duration::from_secs(3600)
+}
+
+fn has_blank_line(b: &[u8]) -> bool {
+    b.windows(4).any(|w| w == b"\r\n\r\n")
+}
+
+/// Any HTTP/1 answer, to the network probe (a destination, a proxy, over
+/// TCP or TLS) or to the engine-socket probe: the codec's head parser, and
+/// its whole reading of an answer, whole and a byte at a time.
+pub fn http_head(data: &[u8]) {
+    match http1::parse_head(data) {
+        Ok(Some((r, used))) => {
+            assert!(used <= http1::MAX_HEAD && used <= data.len(), "{used}");
+            assert!(data[..used].ends_with(b"\r\n\r\n"));
+            assert!(
+                !has_blank_line(&data[..used - 1]),
+                "the first blank line ends the head"
+            );
+            assert!((100..=999).contains(&r.status), "status {}", r.status);
+            assert_printable("reason", &r.reason, 80);
+            assert!(r.reason.is_ascii() && r.reason.trim() == r.reason);
+            assert!(r.headers.len() <= http1::MAX_HEADERS);
+            for (k, v) in &r.headers {
+                assert_eq!(k.trim(), k);
+                assert!(!k.bytes().any(|b| b.is_ascii_uppercase()), "{k:?}");
+                assert_eq!(v.trim(), v);
+            }
+            assert!(r.body.is_empty());
+            // The head's bytes alone decide it, and one byte fewer is not one.
+            assert_eq!(http1::parse_head(&data[..used]), Ok(Some((r, used))));
+            assert_eq!(http1::parse_head(&data[..used - 1]), Ok(None));
+        }
+        Ok(None) => assert!(data.len() < http1::MAX_HEAD && !has_blank_line(data)),
+        Err(HeadError::TooLarge) => assert!(data.len() >= http1::MAX_HEAD),
+        Err(HeadError::Truncated) => panic!("a cut head is the reader's to say"),
+        Err(e) => assert!(has_blank_line(data), "{e} without a whole head"),
+    }
+    for (method, max) in [("GET", 0), ("GET", 7), ("GET", 1 << 16), ("HEAD", 1 << 16)] {
+        let read = |piece| http1::receive(&mut Canned::new(data, piece), method, max, far());
+        match (read(usize::MAX), read(1)) {
+            (Ok(whole), Ok(trickled)) => {
+                assert_eq!(whole, trickled, "the same answer however it is read");
+                assert!(whole.body.len() <= max.min(data.len()));
+                assert!(method != "HEAD" || whole.body.is_empty());
+                assert!(!(100..200).contains(&whole.status) || whole.status == 101);
+                assert!(matches!(http1::parse_head(data), Ok(Some(_))));
+            }
+            (Err(a), Err(b)) => {
+                // Bytes in memory: every failure is the answer's, none the socket's.
+                let h = http1::head_error(&a);
+                assert!(h.is_some(), "{a}");
+                assert_eq!((a.kind(), h), (b.kind(), http1::head_error(&b)));
+            }
+            (a, b) => panic!("read whole: {a:?}; a byte at a time: {b:?}"),
+        }
+    }
 }
 
 /// An engine socket's answers to GET /_ping and GET /version, as the

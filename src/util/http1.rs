@@ -377,6 +377,8 @@ fn read_body<S: Timed>(
 struct Dechunk {
     /// Bytes not decoded yet: at most an unfinished line.
     pending: Vec<u8>,
+    /// How much of an unfinished size line was searched for its CRLF.
+    searched: usize,
     state: ChunkState,
     out: Vec<u8>,
 }
@@ -407,7 +409,10 @@ impl Dechunk {
             match self.state {
                 ChunkState::Done | ChunkState::Bad => break true,
                 ChunkState::Size => {
-                    let Some(eol) = find(rest, b"\r\n") else {
+                    // A CRLF may straddle two reads: one byte back.
+                    let from = self.searched.saturating_sub(1).min(rest.len());
+                    let Some(eol) = find(&rest[from..], b"\r\n").map(|p| from + p) else {
+                        self.searched = rest.len();
                         // The line is at least this long (less a CR that
                         // may start the CRLF): decided alike however the
                         // bytes were split into reads.
@@ -426,6 +431,7 @@ impl Dechunk {
                         Err(_) => ChunkState::Bad,
                     };
                     at += eol + 2;
+                    self.searched = 0;
                 }
                 ChunkState::Data(n) => {
                     let k = n.min(rest.len()).min(max - self.out.len());
@@ -469,8 +475,12 @@ impl Dechunk {
     }
 }
 
+/// Where `n` first stands in `h`. Byte by byte rather than slice equality:
+/// the needles are two and four bytes long, and a memcmp call per window
+/// costs more than the comparison (and under libFuzzer is traced, each one).
 fn find(h: &[u8], n: &[u8]) -> Option<usize> {
-    h.windows(n.len()).position(|w| w == n)
+    h.windows(n.len())
+        .position(|w| w.iter().zip(n).all(|(a, b)| a == b))
 }
 
 #[cfg(test)]

@@ -655,7 +655,7 @@ mod tests {
             (
                 "code.sock",
                 b"HTTP/1.1 abc\r\n\r\n",
-                "not an HTTP answer: the status line has no three-digit status code",
+                "not an HTTP answer: the status line has no status code (three digits, 100 to 999)",
             ),
         ] {
             let (p, _h) = serve(name, answer);

@@ -168,7 +168,7 @@ pub enum HeadError {
     TooLarge,
     /// The first line does not start with "HTTP/".
     NotHttp,
-    /// "HTTP/…" without a three-digit status code after it.
+    /// "HTTP/…" without a three-digit status code (100 to 999) after it.
     NoStatus,
     /// The peer closed before the blank line that ends the head.
     Truncated,
@@ -179,7 +179,7 @@ impl fmt::Display for HeadError {
         f.write_str(match self {
             HeadError::TooLarge => "the response head is larger than 16 KiB",
             HeadError::NotHttp => "the status line does not start with HTTP/",
-            HeadError::NoStatus => "the status line has no three-digit status code",
+            HeadError::NoStatus => "the status line has no status code (three digits, 100 to 999)",
             HeadError::Truncated => "the answer ended before the end of its head",
         })
     }
@@ -234,6 +234,8 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Response, usize)>, HeadError> {
         .next()
         .filter(|c| c.len() == 3 && c.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|c| c.parse::<u16>().ok())
+        // Three digits, the first a class (RFC 9110 §15): "050" is none.
+        .filter(|c| *c >= 100)
         .ok_or(HeadError::NoStatus)?;
     let reason = parts
         .next()
@@ -702,6 +704,8 @@ mod tests {
             b"HTTP/1.1\r\n\r\n",
             b"HTTP/1.1 +20 x\r\n\r\n",
             b"HTTP/1.1 2000 x\r\n\r\n",
+            // Found by fuzz/run.sh http_head: a 1xx-looking "050".
+            b"HTTP/1.1 050 Continue\r\n\r\n",
         ] {
             assert_eq!(parse_head(bad), Err(HeadError::NoStatus), "{bad:?}");
         }

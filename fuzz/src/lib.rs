@@ -9,7 +9,6 @@
 //! stay short and free of control characters.
 
 use std::borrow::Cow;
-use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
@@ -22,7 +21,7 @@ use selfprobe::probe::network::resolve;
 use selfprobe::probe::privilege::{self, PrivFacts, PrivilegedSignals};
 use selfprobe::probe::secrets::{self, env, rules, tokens, SecretFacts};
 use selfprobe::probe::{repro, sockets};
-use selfprobe::util::http1::{self, HeadError, Timed};
+use selfprobe::util::http1::{self, Canned, HeadError};
 
 /// A target's body: the fuzzer's bytes in, a panic on any broken invariant.
 pub type Body = fn(&[u8]);
@@ -392,50 +391,6 @@ pub fn env_rules(data: &[u8]) {
     }
 }
 
-/// A peer that sends `data`, at most `piece` bytes a read, then closes;
-/// what selfprobe writes to it is kept. The HTTP clients' reading, without
-/// a socket.
-pub struct Canned<'a> {
-    data: &'a [u8],
-    piece: usize,
-    pub sent: Vec<u8>,
-}
-
-impl<'a> Canned<'a> {
-    pub fn new(data: &'a [u8], piece: usize) -> Canned<'a> {
-        Canned {
-            data,
-            piece: piece.max(1),
-            sent: Vec::new(),
-        }
-    }
-}
-
-impl Read for Canned<'_> {
-    fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
-        let n = b.len().min(self.piece).min(self.data.len());
-        b[..n].copy_from_slice(&self.data[..n]);
-        self.data = &self.data[n..];
-        Ok(n)
-    }
-}
-
-impl Write for Canned<'_> {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        self.sent.extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Timed for Canned<'_> {
-    fn arm(&self, _: Instant) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Far enough that no deadline ends a run: the bytes end it.
 fn far() -> Instant {
     Instant::now() + Duration::from_secs(3600)
@@ -526,7 +481,7 @@ pub fn engine_http(data: &[u8]) {
             return;
         }
     };
-    assert!(peer.sent.starts_with(b"GET /_ping HTTP/1.0\r\n"));
+    assert!(peer.sent().starts_with(b"GET /_ping HTTP/1.0\r\n"));
     assert!(a.body.len() <= data.len());
     for (k, v) in &a.headers {
         assert_eq!(k.trim(), k);

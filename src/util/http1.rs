@@ -485,44 +485,62 @@ fn find(h: &[u8], n: &[u8]) -> Option<usize> {
         .position(|w| w.iter().zip(n).all(|(a, b)| a == b))
 }
 
+/// A peer that is bytes in memory: it sends `data`, at most `piece` bytes a
+/// read, then closes, and keeps what is written to it. The codec's reading
+/// without a socket, for the fuzz targets (fuzz/src/lib.rs) and the tests,
+/// which read an answer whole and in pieces and compare.
+pub struct Canned<'a> {
+    data: &'a [u8],
+    piece: usize,
+    sent: Vec<u8>,
+}
+
+impl<'a> Canned<'a> {
+    pub fn new(data: &'a [u8], piece: usize) -> Canned<'a> {
+        Canned {
+            data,
+            piece: piece.max(1),
+            sent: Vec::new(),
+        }
+    }
+
+    /// What was written to it.
+    pub fn sent(&self) -> &[u8] {
+        &self.sent
+    }
+}
+
+impl Read for Canned<'_> {
+    fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+        let n = b.len().min(self.piece).min(self.data.len());
+        b[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+impl Write for Canned<'_> {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.sent.extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Bytes in memory never wait: there is nothing to bound.
+impl Timed for Canned<'_> {
+    fn arm(&self, _: Instant) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::net::TcpListener;
     use std::time::Duration;
-
-    /// Bytes as a peer would send them, `piece` bytes a read; what is
-    /// written to it is kept.
-    struct Canned<'a> {
-        data: &'a [u8],
-        piece: usize,
-        sent: Vec<u8>,
-    }
-
-    impl Read for Canned<'_> {
-        fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
-            let n = b.len().min(self.piece).min(self.data.len());
-            b[..n].copy_from_slice(&self.data[..n]);
-            self.data = &self.data[n..];
-            Ok(n)
-        }
-    }
-
-    impl Write for Canned<'_> {
-        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-            self.sent.extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl Timed for Canned<'_> {
-        fn arm(&self, _: Instant) -> io::Result<()> {
-            Ok(())
-        }
-    }
 
     fn far() -> Instant {
         Instant::now() + Duration::from_secs(60)
@@ -530,14 +548,7 @@ mod tests {
 
     /// The answer to a GET read whole and a byte at a time: the same.
     fn answer(data: &[u8], max: usize) -> io::Result<Response> {
-        let read = |piece| {
-            let mut c = Canned {
-                data,
-                piece,
-                sent: Vec::new(),
-            };
-            receive(&mut c, "GET", max, far())
-        };
+        let read = |piece| receive(&mut Canned::new(data, piece), "GET", max, far());
         let whole = read(usize::MAX);
         let trickled = read(1);
         match (&whole, &trickled) {
@@ -803,11 +814,8 @@ mod tests {
         .unwrap();
         assert_eq!((r.status, r.body.as_slice()), (407, &b"no"[..]));
         assert_eq!(r.header("proxy-authenticate"), Some("Basic realm=\"x\""));
-        let mut c = Canned {
-            data: cl,
-            piece: 7,
-            sent: Vec::new(),
-        };
+        let mut c = Canned::new(cl, 7);
         assert_eq!(receive(&mut c, "HEAD", 100, far()).unwrap().body, b"");
+        assert!(c.sent().is_empty(), "receive writes nothing");
     }
 }

@@ -44,7 +44,7 @@ export RUSTC_BOOTSTRAP=1
 # cannot carry the sanitizer runtime, and the fuzz binaries need not be static.
 unset CARGO_ENCODED_RUSTFLAGS
 
-targets=(mountinfo proc_status uid_map cgroup os_release jwt policy_toml env_rules engine_http dns_answer)
+targets=(mountinfo proc_status uid_map cgroup os_release jwt policy_toml env_rules http_head engine_http dns_answer)
 if [ $# -gt 1 ]; then
     shift
     targets=("$@")

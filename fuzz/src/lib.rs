@@ -10,7 +10,7 @@
 
 use std::borrow::Cow;
 use std::os::unix::ffi::OsStrExt;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use base64ct::{Base64UrlUnpadded, Encoding};
 use selfprobe::facts::boundary::{self, Boundary, Inputs, Kind};
@@ -21,6 +21,7 @@ use selfprobe::probe::network::resolve;
 use selfprobe::probe::privilege::{self, PrivFacts, PrivilegedSignals};
 use selfprobe::probe::secrets::{self, env, rules, tokens, SecretFacts};
 use selfprobe::probe::{repro, sockets};
+use selfprobe::util::http1::{self, Canned, HeadError};
 
 /// A target's body: the fuzzer's bytes in, a panic on any broken invariant.
 pub type Body = fn(&[u8]);
@@ -36,6 +37,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("jwt", jwt),
     ("policy_toml", policy_toml),
     ("env_rules", env_rules),
+    ("http_head", http_head),
     ("engine_http", engine_http),
     ("dns_answer", dns_answer),
 ];
@@ -389,19 +391,98 @@ pub fn env_rules(data: &[u8]) {
     }
 }
 
-/// An engine socket's answers to GET /_ping and GET /version.
+/// Far enough that no deadline ends a run: the bytes end it.
+fn far() -> Instant {
+    Instant::now() + Duration::from_secs(3600)
+}
+
+/// Byte by byte: a slice comparison per window is a memcmp call, which
+/// libFuzzer traces, each one.
+fn has_blank_line(b: &[u8]) -> bool {
+    b.windows(4)
+        .any(|w| w.iter().zip(b"\r\n\r\n").all(|(a, c)| a == c))
+}
+
+/// Any HTTP/1 answer, to the network probe (a destination, a proxy, over
+/// TCP or TLS) or to the engine-socket probe: the codec's head parser, and
+/// its whole reading of an answer, whole and a byte at a time.
+pub fn http_head(data: &[u8]) {
+    match http1::parse_head(data) {
+        Ok(Some((r, used))) => {
+            assert!(used <= http1::MAX_HEAD && used <= data.len(), "{used}");
+            assert!(data[..used].ends_with(b"\r\n\r\n"));
+            assert!(
+                !has_blank_line(&data[..used - 1]),
+                "the first blank line ends the head"
+            );
+            assert!((100..=999).contains(&r.status), "status {}", r.status);
+            assert_printable("reason", &r.reason, 80);
+            assert!(r.reason.is_ascii() && r.reason.trim() == r.reason);
+            assert!(r.headers.len() <= http1::MAX_HEADERS);
+            for (k, v) in &r.headers {
+                assert_eq!(k.trim(), k);
+                assert!(!k.bytes().any(|b| b.is_ascii_uppercase()), "{k:?}");
+                assert_eq!(v.trim(), v);
+            }
+            assert!(r.body.is_empty());
+            // The head's bytes alone decide it, and one byte fewer is not one.
+            assert_eq!(http1::parse_head(&data[..used]), Ok(Some((r, used))));
+            assert_eq!(http1::parse_head(&data[..used - 1]), Ok(None));
+        }
+        Ok(None) => assert!(data.len() < http1::MAX_HEAD && !has_blank_line(data)),
+        Err(HeadError::TooLarge) => assert!(data.len() >= http1::MAX_HEAD),
+        Err(HeadError::Truncated) => panic!("a cut head is the reader's to say"),
+        Err(e) => assert!(has_blank_line(data), "{e} without a whole head"),
+    }
+    // Read whole for each method and bound; for one of them also in pieces
+    // of 1 to 16 bytes (the input's last byte says how many), so that every
+    // boundary of the head, a chunk line or a CRLF falls between two reads.
+    let piece = 1 + usize::from(data.last().copied().unwrap_or(0) % 16);
+    for (method, max, split) in [
+        ("GET", 0, false),
+        ("GET", 7, false),
+        ("GET", 1 << 16, true),
+        ("HEAD", 1 << 16, false),
+    ] {
+        let read = |piece| http1::receive(&mut Canned::new(data, piece), method, max, far());
+        let whole = read(usize::MAX);
+        match &whole {
+            Ok(r) => {
+                assert!(r.body.len() <= max.min(data.len()));
+                assert!(method != "HEAD" || r.body.is_empty());
+                assert!(!(100..200).contains(&r.status) || r.status == 101);
+                assert!(matches!(http1::parse_head(data), Ok(Some(_))));
+            }
+            // Bytes in memory: every failure is the answer's, none the socket's.
+            Err(e) => assert!(http1::head_error(e).is_some(), "{e}"),
+        }
+        if !split {
+            continue;
+        }
+        match (whole, read(piece)) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "the same answer however it is read"),
+            (Err(a), Err(b)) => assert_eq!(
+                (a.kind(), http1::head_error(&a)),
+                (b.kind(), http1::head_error(&b))
+            ),
+            (a, b) => panic!("read whole: {a:?}; in pieces of {piece}: {b:?}"),
+        }
+    }
+}
+
+/// An engine socket's answers to GET /_ping and GET /version, as the
+/// engine-socket probe asks and reads them.
 pub fn engine_http(data: &[u8]) {
-    let a = match sockets::parse_http(data) {
+    let mut peer = Canned::new(data, usize::MAX);
+    let a = match sockets::ask(&mut peer, "/_ping", far()) {
         Ok(a) => a,
         Err(e) => {
-            assert!(e.starts_with("not an HTTP answer"), "{e}");
+            assert!(e.starts_with("not an HTTP answer: "), "{e}");
             return;
         }
     };
-    assert!(data.ends_with(&a.body), "the body is what follows the head");
-    let head = &data[..data.len() - a.body.len()];
-    assert!(head.ends_with(b"\r\n\r\n"));
-    assert!(a.headers.len() < head.split(|b| *b == b'\n').count());
+    assert!(peer.sent().starts_with(b"GET /_ping HTTP/1.0\r\n"));
+    assert!(a.body.len() <= data.len());
     for (k, v) in &a.headers {
         assert_eq!(k.trim(), k);
         assert_eq!(v.trim(), v);

@@ -10,7 +10,6 @@
 
 pub mod builtin;
 pub mod dial;
-pub mod http;
 pub mod proxy;
 pub mod resolve;
 
@@ -30,9 +29,9 @@ use crate::host::Host;
 use crate::policy::Policy;
 
 use crate::target::{self, HostName, Scheme, Target};
+use crate::util::http1::{self, Request, Response, Timed, Version};
 use builtin::Kind;
 use dial::{Dial, NetError};
-use http::{Request, Response, Timed};
 use proxy::{Answer, ProxyEnv, ProxyInfo, ProxySaid, ProxyUrl};
 use resolve::{ResolverConf, Via};
 use tls::{Presented, Tls, TlsError, TrustStore};
@@ -844,8 +843,9 @@ fn request(
                     target: &authority,
                     host: &authority,
                     headers: &auth,
+                    version: Version::Http11,
                 };
-                let resp = http::exchange(&mut s, &connect, 0, deadline)
+                let resp = http1::exchange(&mut s, &connect, 0, deadline)
                     .map_err(|e| no_answer(px, &what, e))?;
                 if !(200..300).contains(&resp.status) {
                     return Err(proxy_refusal(px, &what, &resp, true, r));
@@ -857,8 +857,9 @@ fn request(
                     target: &t.path,
                     host: &host,
                     headers,
+                    version: Version::Http11,
                 };
-                http::exchange(&mut stream, &req, body_max, deadline)
+                http1::exchange(&mut stream, &req, body_max, deadline)
                     .map_err(|e| Fail::io("http", e))
             } else {
                 let mut all = headers.to_vec();
@@ -870,8 +871,9 @@ fn request(
                     target: &absolute,
                     host: &host,
                     headers: &all,
+                    version: Version::Http11,
                 };
-                let resp = http::exchange(&mut s, &req, body_max, deadline)
+                let resp = http1::exchange(&mut s, &req, body_max, deadline)
                     .map_err(|e| no_answer(px, &what, e))?;
                 // A forwarding proxy answers for the destination: its own
                 // answers (a refusal, a gateway error) are told from the
@@ -893,13 +895,14 @@ fn request(
                 target: &t.path,
                 host: &host,
                 headers,
+                version: Version::Http11,
             };
             if t.scheme == Scheme::Https {
                 let mut stream = tls_handshake(sh, s, t, deadline, r)?;
-                http::exchange(&mut stream, &req, body_max, deadline)
+                http1::exchange(&mut stream, &req, body_max, deadline)
                     .map_err(|e| Fail::io("http", e))
             } else {
-                http::exchange(&mut s, &req, body_max, deadline).map_err(|e| Fail::io("http", e))
+                http1::exchange(&mut s, &req, body_max, deadline).map_err(|e| Fail::io("http", e))
             }
         }
     }

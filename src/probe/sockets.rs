@@ -3,7 +3,6 @@
 //! HTTP engines are asked a read-only GET /_ping and GET /version.
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -16,6 +15,7 @@ use crate::catalog::{self, SocketApi};
 use crate::facts::mounts::{MountClass, MountFacts};
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
+use crate::util::http1::{self, Request, Response, Timed, Version};
 use crate::util::redact::redact;
 use crate::util::socket::connect_unix;
 
@@ -24,7 +24,8 @@ use crate::util::socket::connect_unix;
 /// when idle, so it gets longer. The probe's own deadline bounds the total.
 const PING_TIMEOUT: Duration = Duration::from_millis(1000);
 const VERSION_TIMEOUT: Duration = Duration::from_millis(3000);
-const MAX_ANSWER: u64 = 256 * 1024;
+/// The most of an answer's body that is read.
+const MAX_ANSWER: usize = 256 * 1024;
 /// Sockets under host mounts: how deep and how many entries to look at.
 /// Sockets sit near the top of a runtime dir; a repo can hold millions of files.
 const WALK_DEPTH: usize = 4;
@@ -379,7 +380,7 @@ fn probe_socket(path: &Path, api: SocketApi, deadline: Instant) -> (Outcome, Opt
 
 /// Records what a /_ping answer says; true when it is an engine's "OK".
 /// Kept apart from the socket I/O so the answer's text can be fuzzed.
-pub fn read_ping(ping: &HttpAnswer, ans: &mut EngineAnswer) -> bool {
+pub fn read_ping(ping: &Response, ans: &mut EngineAnswer) -> bool {
     ans.ping_status = Some(ping.status);
     ans.server = ping.header("server").map(clean);
     ans.api_version = ping.header("api-version").map(clean);
@@ -388,7 +389,7 @@ pub fn read_ping(ping: &HttpAnswer, ans: &mut EngineAnswer) -> bool {
 }
 
 /// Records what a /version answer says, or why it says nothing.
-pub fn read_version(v: &HttpAnswer, ans: &mut EngineAnswer) {
+pub fn read_version(v: &Response, ans: &mut EngineAnswer) {
     match serde_json::from_slice::<Value>(&v.body) {
         Err(e) => {
             ans.error = Some(format!(
@@ -418,94 +419,42 @@ fn clean(s: &str) -> String {
     crate::util::sanitize::short(s, 120)
 }
 
-pub struct HttpAnswer {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl HttpAnswer {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// HTTP/1.0 so that the server closes the connection and never chunks.
+/// One GET to an engine socket, bounded by `timeout` and the probe's
+/// deadline.
 fn http_get(
     path: &Path,
     target: &str,
     timeout: Duration,
     deadline: Instant,
-) -> Result<HttpAnswer, String> {
+) -> Result<Response, String> {
     let mut s = connect_unix(path).map_err(|e| format!("connect: {e}"))?;
-    let left = deadline
-        .saturating_duration_since(Instant::now())
-        .min(timeout);
+    let deadline = deadline.min(Instant::now() + timeout);
+    ask(&mut s, target, deadline)
+}
+
+/// What an engine is asked over a connected stream, and its answer read,
+/// or why there is none in words for the report. Apart from connecting, so
+/// that the engine's answers can be fuzzed. HTTP/1.0, so that the engine
+/// closes the connection after its answer.
+pub fn ask<S: Timed>(s: &mut S, target: &str, deadline: Instant) -> Result<Response, String> {
+    let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
         return Err("deadline passed".into());
     }
-    s.set_read_timeout(Some(left)).map_err(|e| e.to_string())?;
-    s.set_write_timeout(Some(left)).map_err(|e| e.to_string())?;
-    s.write_all(
-        format!(
-            "GET {target} HTTP/1.0\r\nHost: localhost\r\nUser-Agent: selfprobe/{}\r\n\r\n",
-            env!("CARGO_PKG_VERSION")
-        )
-        .as_bytes(),
-    )
-    .map_err(|e| format!("write: {e}"))?;
-    let mut buf = Vec::new();
-    let started = Instant::now();
-    let mut chunk = [0u8; 8192];
-    loop {
-        match s.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => {
-                buf.extend_from_slice(&chunk[..n]);
-                if buf.len() as u64 >= MAX_ANSWER {
-                    break;
-                }
-            }
-            Err(e) if buf.is_empty() => {
-                return Err(format!("no answer within {} ms: {e}", left.as_millis()))
-            }
-            Err(_) => break,
-        }
-        if started.elapsed() > left {
-            break;
-        }
-    }
-    parse_http(&buf)
-}
-
-pub fn parse_http(buf: &[u8]) -> Result<HttpAnswer, String> {
-    let split = buf
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| "not an HTTP answer: no end of headers".to_string())?;
-    let head = String::from_utf8_lossy(&buf[..split]);
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or("");
-    let mut parts = status_line.splitn(3, ' ');
-    let proto = parts.next().unwrap_or("");
-    if !proto.starts_with("HTTP/") {
-        return Err("not an HTTP answer".into());
-    }
-    let status = parts
-        .next()
-        .and_then(|c| c.parse::<u16>().ok())
-        .ok_or_else(|| "not an HTTP answer: no status code".to_string())?;
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect();
-    Ok(HttpAnswer {
-        status,
-        headers,
-        body: buf[split + 4..].to_vec(),
+    let req = Request {
+        method: "GET",
+        target,
+        host: "localhost",
+        headers: &[],
+        version: Version::Http10,
+    };
+    http1::send(s, &req, deadline).map_err(|e| format!("write: {e}"))?;
+    http1::receive(s, req.method, MAX_ANSWER, deadline).map_err(|e| match http1::head_error(&e) {
+        Some(h) => format!("not an HTTP answer: {h}"),
+        None => format!(
+            "no answer within {} ms: {e}",
+            left.as_nanos().div_ceil(1_000_000)
+        ),
     })
 }
 
@@ -622,17 +571,104 @@ pub fn evaluate(f: &SocketFacts) -> Vec<Finding> {
 mod tests {
     use super::*;
 
+    /// An engine's answer as the codec reads it, and what the probe keeps.
     #[test]
-    fn http_parsing() {
-        let a = parse_http(
-            b"HTTP/1.0 200 OK\r\nApi-Version: 1.41\r\nServer: Libpod/4.3.1 (linux)\r\n\r\nOK",
-        )
-        .unwrap();
-        assert_eq!(a.status, 200);
-        assert_eq!(a.header("api-version"), Some("1.41"));
-        assert_eq!(a.body, b"OK");
-        assert!(parse_http(b"SSH-2.0-OpenSSH\r\n").is_err());
-        assert!(parse_http(b"HTTP/1.1 abc\r\n\r\n").is_err());
+    fn ping_and_version_answers() {
+        let head = |raw: &[u8]| http1::parse_head(raw).unwrap().unwrap();
+        let (mut ping, used) =
+            head(b"HTTP/1.0 200 OK\r\nApi-Version: 1.41\r\nServer: Libpod/4.3.1 (linux)\r\n\r\nOK");
+        assert_eq!(used, 68);
+        ping.body = b"OK".to_vec();
+        let mut ans = EngineAnswer::default();
+        assert!(read_ping(&ping, &mut ans));
+        assert_eq!(ans.ping_status, Some(200));
+        assert_eq!(ans.api_version.as_deref(), Some("1.41"));
+        assert_eq!(ans.server.as_deref(), Some("Libpod/4.3.1 (linux)"));
+        let (mut not_found, _) = head(b"HTTP/1.1 404 Not Found\r\n\r\n");
+        not_found.body = b"OK".to_vec();
+        assert!(!read_ping(&not_found, &mut EngineAnswer::default()));
+        let (mut v, _) = head(b"HTTP/1.0 200 OK\r\n\r\n");
+        v.body = br#"{"Version":"5.0\u001b[2J","Components":[{"Name":"Podman Engine"}]}"#.to_vec();
+        read_version(&v, &mut ans);
+        assert_eq!(ans.version.as_deref(), Some("5.0[2J"));
+        assert_eq!(ans.components, ["Podman Engine"]);
+        assert_eq!(ans.api_version.as_deref(), Some("1.41"), "kept from /_ping");
+        v.body = b"<html>".to_vec();
+        read_version(&v, &mut ans);
+        assert!(ans
+            .error
+            .unwrap()
+            .starts_with("GET /version: HTTP 200 with no JSON body"));
+    }
+
+    /// What is sent to an engine socket, and how each failure is said.
+    #[test]
+    fn engine_requests_and_their_errors() {
+        let dir = std::env::temp_dir().join(format!("selfprobe-sockets-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let serve = |name: &str, answer: &'static [u8]| {
+            let p = dir.join(name);
+            let l = std::os::unix::net::UnixListener::bind(&p).unwrap();
+            let h = std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let (mut c, _) = l.accept().unwrap();
+                let mut got = vec![0u8; 1024];
+                let n = c.read(&mut got).unwrap();
+                got.truncate(n);
+                c.write_all(answer).unwrap();
+                got
+            });
+            (p, h)
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let (p, h) = serve(
+            "ok.sock",
+            b"HTTP/1.0 200 OK\r\nServer: Docker/27.0\r\nContent-Length: 2\r\n\r\nOK",
+        );
+        let a = http_get(&p, "/_ping", PING_TIMEOUT, deadline).unwrap();
+        assert_eq!((a.status, a.body.as_slice()), (200, &b"OK"[..]));
+        let sent = String::from_utf8(h.join().unwrap()).unwrap();
+        assert!(
+            sent.starts_with("GET /_ping HTTP/1.0\r\nHost: localhost\r\n"),
+            "{sent}"
+        );
+        assert!(!sent.contains("Connection:"), "{sent}");
+        for (name, answer, said) in [
+            (
+                "ssh.sock",
+                &b"SSH-2.0-OpenSSH_9.6\r\n\r\n"[..],
+                "not an HTTP answer: the status line does not start with HTTP/",
+            ),
+            (
+                "cut.sock",
+                b"HTTP/1.0 200 OK\r\nServer: x",
+                "not an HTTP answer: the answer ended before the end of its head",
+            ),
+            (
+                "code.sock",
+                b"HTTP/1.1 abc\r\n\r\n",
+                "not an HTTP answer: the status line has no status code (three digits, 100 to 999)",
+            ),
+        ] {
+            let (p, _h) = serve(name, answer);
+            assert_eq!(
+                http_get(&p, "/_ping", PING_TIMEOUT, deadline).unwrap_err(),
+                said
+            );
+        }
+        // Accepted and never answered: bounded by the request's timeout.
+        let silent = dir.join("silent.sock");
+        let _l = std::os::unix::net::UnixListener::bind(&silent).unwrap();
+        let t = Instant::now();
+        let e = http_get(&silent, "/_ping", Duration::from_millis(200), deadline).unwrap_err();
+        assert!(e.starts_with("no answer within 200 ms"), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(2));
+        assert_eq!(
+            http_get(&silent, "/_ping", PING_TIMEOUT, Instant::now()).unwrap_err(),
+            "deadline passed"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -167,6 +167,9 @@ mod tests {
             ("fo", "Zm8="),
             ("foo", "Zm9v"),
             ("foobar", "Zm9vYmFy"),
+            // A proxy's Basic credential (the network probe's, from the
+            // proxy URL's userinfo).
+            ("user:pass", "dXNlcjpwYXNz"),
         ] {
             assert_eq!(b64_encode(i.as_bytes()), o);
         }

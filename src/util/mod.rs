@@ -4,6 +4,7 @@
 pub mod codec;
 pub mod command;
 pub mod glob;
+pub mod http1;
 pub mod jsonc;
 pub mod path;
 pub mod redact;

@@ -12,9 +12,10 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
-use super::http::{base64, Response};
 use crate::host::Host;
 use crate::target::{self, HostName, Scheme, Target};
+use crate::util::codec::b64_encode;
+use crate::util::http1::Response;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProxyInfo {
@@ -402,7 +403,7 @@ fn parse_proxy(v: &str) -> ProxyUrl {
         var: String::new(),
         host: HostName::Name(String::new()),
         port: 0,
-        auth: userinfo.map(|u| format!("Basic {}", base64(&percent_decode(u)))),
+        auth: userinfo.map(|u| format!("Basic {}", b64_encode(&percent_decode(u)))),
         shown,
         unsupported: None,
     };
@@ -501,19 +502,13 @@ mod tests {
         e.info.variables.iter().map(String::as_str).collect()
     }
 
+    /// The head as the network probe reads it (the codec's parser).
     fn answer(head: &str) -> Response {
-        let mut lines = head.split("\r\n");
-        let mut first = lines.next().unwrap().splitn(3, ' ');
-        first.next();
-        Response {
-            status: first.next().unwrap().parse().unwrap(),
-            reason: first.next().unwrap_or("").to_string(),
-            headers: lines
-                .filter_map(|l| l.split_once(':'))
-                .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-                .collect(),
-            body: Vec::new(),
-        }
+        let head = format!("{head}\r\n\r\n");
+        crate::util::http1::parse_head(head.as_bytes())
+            .expect("an HTTP head")
+            .expect("a whole head")
+            .0
     }
 
     /// Heads as Debian's squid 5.7 and tinyproxy 1.11.1 sent them
@@ -610,7 +605,7 @@ mod tests {
             parse_proxy("http://u:s3/cr?et#x@proxy:3128/")
                 .auth
                 .as_deref(),
-            Some(format!("Basic {}", base64(b"u:s3/cr?et#x")).as_str())
+            Some(format!("Basic {}", b64_encode(b"u:s3/cr?et#x")).as_str())
         );
         let e = env(&[
             ("HTTPS_PROXY", "http://u:p@proxy:1"),
@@ -626,7 +621,7 @@ mod tests {
         let p = parse_proxy("http://us%40er:p%3Ass@proxy:3128/");
         assert_eq!(
             p.auth.as_deref(),
-            Some(format!("Basic {}", base64(b"us@er:p:ss")).as_str())
+            Some(format!("Basic {}", b64_encode(b"us@er:p:ss")).as_str())
         );
         assert_eq!(p.shown, "http://***@proxy:3128/");
         assert!(parse_proxy("socks5://proxy:1080").unsupported.is_some());

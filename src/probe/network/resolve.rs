@@ -368,6 +368,11 @@ pub struct Answer {
 pub fn decode_answer(m: &[u8]) -> Option<Answer> {
     let u16_at =
         |i: usize| -> Option<u16> { Some(u16::from_be_bytes([*m.get(i)?, *m.get(i + 1)?])) };
+    // The header is twelve bytes whatever its counts say: a shorter message
+    // with no questions or answers is still not a whole one.
+    if m.len() < 12 {
+        return None;
+    }
     let id = u16_at(0)?;
     let flags = u16_at(2)?;
     if flags & 0x8000 == 0 {
@@ -627,9 +632,16 @@ mod tests {
         assert_eq!(a.addrs, vec!["93.184.215.14".parse::<IpAddr>().unwrap()]);
         assert!(decode_answer(&q).is_none(), "a query is not an answer");
         assert!(decode_answer(&r[..20]).is_none(), "truncated input");
+        // Found by fuzz/run.sh: a response header cut at nine bytes whose
+        // counts are zero.
+        let cut = [0x39, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0xff];
+        assert!(decode_answer(&cut).is_none(), "a header cut short");
         let mut nx = q.clone();
         nx[2] = 0x81;
         nx[3] = 0x83;
         assert_eq!(decode_answer(&nx).unwrap().rcode, 3);
+        let mut bare = nx[..12].to_vec();
+        bare[4..6].copy_from_slice(&[0, 0]); // no question
+        assert!(decode_answer(&bare).is_some(), "a whole header is enough");
     }
 }

@@ -21,8 +21,8 @@ use rustls::{
 };
 use serde::Serialize;
 
-use super::http::Timed;
 use crate::host::{read_regular, Host};
+use crate::util::http1::Timed;
 
 /// CA bundles of the common distributions, in the order Go and curl try them.
 const BUNDLES: &[&str] = &[
@@ -49,6 +49,14 @@ pub struct Tls {
     pub store: TrustStore,
     provider: Arc<CryptoProvider>,
     verifier: Result<Arc<WebPkiServerVerifier>, String>,
+}
+
+/// The codec's exchange runs over TLS as over TCP: the deadline bounds the
+/// socket under the TLS session.
+impl Timed for rustls::StreamOwned<ClientConnection, TcpStream> {
+    fn arm(&self, deadline: Instant) -> io::Result<()> {
+        self.sock.arm(deadline)
+    }
 }
 
 /// Roots gathered from the image, each certificate once: a bundle and an

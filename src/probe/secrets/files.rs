@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::{File, Metadata};
 use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use nix::fcntl::OFlag;
@@ -26,14 +26,12 @@ use serde_json::Value;
 use super::helpers::{self, Helper};
 use super::history::{self, History};
 use super::packages::{self, PackageTree, TreeMatcher};
-use super::rules::{
-    credentials, env_secrets, suffix_match, url_userinfo, Check, Entries, FileRule, Protocol,
-};
+use super::rules::{credentials, env_secrets, url_userinfo, Check, Entries, FileRule, Protocol};
 use super::structured;
 use super::tokens::{self, Token};
 use super::{MountIndex, Passwd};
 use crate::host::Host;
-use crate::util::glob::{matches_component, Glob};
+use crate::util::glob::{comps, matches_component, PathEnds};
 
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Budget {
@@ -206,128 +204,11 @@ struct Candidate {
     tree: Option<usize>,
 }
 
-/// FNV-1a: the exact-name index is hashed once per name the walk meets,
-/// and SipHash's flood resistance buys nothing against a catalog of fixed
-/// keys (a crafted tree can only make its own lookups collide).
-#[derive(Default)]
-pub struct Fnv(u64);
-
-impl std::hash::Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for b in bytes {
-            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-}
-
-type FnvMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
-
-/// Catalog paths indexed by their last component, so the walk pays one
-/// hash lookup per file name plus the few globbed names, and a pattern's
-/// parent component is checked against the directory's name before the
-/// whole path is built.
-struct Matcher {
-    pats: Vec<Vec<String>>,
-    excludes: Vec<Vec<Glob>>,
-    /// The last component and the one before it, compiled.
-    last: Vec<Glob>,
-    parent: Vec<Option<Glob>>,
-    exact: FnvMap<String, Vec<usize>>,
-    globbed: Vec<usize>,
-}
-
-impl Matcher {
-    fn new<'a>(items: impl Iterator<Item = (&'a str, &'a [String])>) -> Matcher {
-        let mut m = Matcher {
-            pats: Vec::new(),
-            excludes: Vec::new(),
-            last: Vec::new(),
-            parent: Vec::new(),
-            exact: FnvMap::default(),
-            globbed: Vec::new(),
-        };
-        for (i, (p, ex)) in items.enumerate() {
-            let comps: Vec<String> = p.split('/').map(str::to_string).collect();
-            let last = comps.last().cloned().unwrap_or_default();
-            if last.contains('*') {
-                m.globbed.push(i);
-            } else {
-                m.exact.entry(last.clone()).or_default().push(i);
-            }
-            m.last.push(Glob::new(&last));
-            m.parent
-                .push((comps.len() >= 2).then(|| Glob::new(&comps[comps.len() - 2])));
-            m.pats.push(comps);
-            m.excludes.push(ex.iter().map(|e| Glob::new(e)).collect());
-        }
-        m
-    }
-
-    /// The first pattern (in catalog order) that `name`, in a directory
-    /// called `parent`, matches; `comps` gives the whole path when needed.
-    fn first(
-        &self,
-        name: &str,
-        parent: &str,
-        comps: &mut dyn FnMut() -> Vec<String>,
-    ) -> Option<usize> {
-        let exact = self.exact.get(name).map(Vec::as_slice).unwrap_or(&[]);
-        let globbed = self
-            .globbed
-            .iter()
-            .copied()
-            .filter(|i| self.last[*i].matches(name.as_bytes()));
-        let mut hits: Vec<usize> = Vec::new();
-        for i in exact.iter().copied().chain(globbed) {
-            let parent_ok = self.parent[i]
-                .as_ref()
-                .is_none_or(|g| g.matches(parent.as_bytes()));
-            if parent_ok && !self.excludes[i].iter().any(|e| e.matches(name.as_bytes())) {
-                hits.push(i);
-            }
-        }
-        if hits.is_empty() {
-            return None;
-        }
-        hits.sort_unstable();
-        let mut full: Option<Vec<String>> = None;
-        for i in hits {
-            if self.pats[i].len() <= 2 {
-                return Some(i);
-            }
-            let c = full.get_or_insert_with(&mut *comps);
-            let refs: Vec<&str> = c.iter().map(String::as_str).collect();
-            if suffix_match(&self.pats[i].join("/"), &refs) {
-                return Some(i);
-            }
-        }
-        None
-    }
-}
-
 fn parent_name(p: &Path) -> String {
     p.parent()
         .and_then(Path::file_name)
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
-}
-
-pub fn comps(p: &Path) -> Vec<String> {
-    p.components()
-        .filter_map(|c| match c {
-            Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
-            _ => None,
-        })
-        .collect()
 }
 
 pub struct Search<'a> {
@@ -349,10 +230,10 @@ pub struct Search<'a> {
     /// depth a path and its host alias end the same way, so the alias
     /// need not be matched again.
     max_comps: usize,
-    files: Matcher,
-    histories: Matcher,
-    prune: Matcher,
-    agents: Matcher,
+    files: PathEnds,
+    histories: PathEnds,
+    prune: PathEnds,
+    agents: PathEnds,
     trees: TreeMatcher,
 }
 
@@ -401,14 +282,14 @@ impl<'a> Search<'a> {
                 .map(|p| p.split('/').count())
                 .max()
                 .unwrap_or(1),
-            files: Matcher::new(
+            files: PathEnds::new(
                 cat.file
                     .iter()
                     .map(|f| (f.path.as_str(), f.exclude.as_slice())),
             ),
-            histories: Matcher::new(cat.history.iter().map(|h| (h.path.as_str(), NO_EXCLUDES))),
-            prune: Matcher::new(cat.walk.prune.iter().map(|p| (p.as_str(), NO_EXCLUDES))),
-            agents: Matcher::new(
+            histories: PathEnds::new(cat.history.iter().map(|h| (h.path.as_str(), NO_EXCLUDES))),
+            prune: PathEnds::new(cat.walk.prune.iter().map(|p| (p.as_str(), NO_EXCLUDES))),
+            agents: PathEnds::new(
                 cat.walk
                     .agent_sockets
                     .iter()
@@ -1371,6 +1252,7 @@ pub fn confirm(rule: &FileRule, head: &[u8], size: u64, path: &str) -> Details {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::glob::Glob;
 
     #[test]
     fn private_key_headers() {
@@ -1543,7 +1425,7 @@ mod tests {
 
     #[test]
     fn matcher_prefers_catalog_order_and_excludes() {
-        let m = Matcher::new(
+        let m = PathEnds::new(
             credentials()
                 .file
                 .iter()

@@ -7,4 +7,5 @@ pub mod glob;
 pub mod sanitize;
 pub mod socket;
 pub mod text;
+pub mod walk;
 pub mod workers;

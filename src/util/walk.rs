@@ -350,7 +350,7 @@ fn directory(host: &Host, hp: &Path, depth: usize) -> Option<Metadata> {
     }
 }
 
-/// Where the symlink `hp` leads, with its metadata, if that is inside
+/// The symlink at `hp`, resolved, with its metadata, if it stays under
 /// `scope` (both host paths).
 pub fn resolve_in_scope(hp: &Path, scope: &Path) -> Option<(PathBuf, Metadata)> {
     let real = std::fs::canonicalize(hp).ok()?;

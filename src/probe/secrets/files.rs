@@ -11,11 +11,13 @@
 //! O_NOFOLLOW|O_NONBLOCK (and O_NOATIME where allowed) and read only as far
 //! as its rule needs.
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::fs::{File, Metadata};
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
+use std::fs::{File, FileType, Metadata};
 use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use nix::fcntl::OFlag;
@@ -32,6 +34,7 @@ use super::tokens::{self, Token};
 use super::{MountIndex, Passwd};
 use crate::host::Host;
 use crate::util::glob::{comps, matches_component, PathEnds};
+use crate::util::walk::{self, resolve_in_scope, Dir, Order, Step, Stop, Visit, Walker};
 
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Budget {
@@ -217,22 +220,18 @@ pub struct Search<'a> {
     passwd: &'a Passwd,
     walk_deadline: Instant,
     deadline: Instant,
-    visited: HashSet<(u64, u64)>,
     cand_paths: HashSet<PathBuf>,
     cands: Vec<Candidate>,
     /// Sockets with an agent's name found by the walk, with where.
     pub sockets: Vec<(PathBuf, String, Option<Protocol>)>,
     pub facts: SearchFacts,
     total: usize,
-    /// Directories listed so far, against MAX_DIRS.
-    dirs: usize,
     /// The most components any file or history pattern has: below that
     /// depth a path and its host alias end the same way, so the alias
     /// need not be matched again.
     max_comps: usize,
     files: PathEnds,
     histories: PathEnds,
-    prune: PathEnds,
     agents: PathEnds,
     trees: TreeMatcher,
 }
@@ -254,7 +253,6 @@ impl<'a> Search<'a> {
             passwd,
             walk_deadline,
             deadline,
-            visited: HashSet::new(),
             cand_paths: HashSet::new(),
             cands: Vec::new(),
             sockets: Vec::new(),
@@ -273,7 +271,6 @@ impl<'a> Search<'a> {
                 ..SearchFacts::default()
             },
             total: 0,
-            dirs: 0,
             max_comps: cat
                 .file
                 .iter()
@@ -288,7 +285,6 @@ impl<'a> Search<'a> {
                     .map(|f| (f.path.as_str(), f.exclude.as_slice())),
             ),
             histories: PathEnds::new(cat.history.iter().map(|h| (h.path.as_str(), NO_EXCLUDES))),
-            prune: PathEnds::new(cat.walk.prune.iter().map(|p| (p.as_str(), NO_EXCLUDES))),
             agents: PathEnds::new(
                 cat.walk
                     .agent_sockets
@@ -483,19 +479,17 @@ impl<'a> Search<'a> {
         }
     }
 
-    /// Breadth first, so a budget that runs out leaves the shallow places,
-    /// where credentials sit, examined.
-    pub fn walk(&mut self, root: &Root) {
+    /// The walker for this search's roots: breadth first, so a budget that
+    /// runs out leaves the shallow places, where credentials sit,
+    /// examined; one visited set and MAX_DIRS over all roots.
+    pub fn walker(&self) -> Walker<'static> {
+        Walker::new(Order::BreadthFirst, prune(), self.walk_deadline).max_dirs(MAX_DIRS)
+    }
+
+    /// Walks one root with `walker` (from `Search::walker`, the same for
+    /// every root), and records how far it got in the facts.
+    pub fn walk(&mut self, walker: &mut Walker, root: &Root) {
         let started = Instant::now();
-        let mut st = RootStat {
-            path: root.path.to_string_lossy().into_owned(),
-            origin: root.origin.clone(),
-            entries: 0,
-            dirs: 0,
-            depth_reached: 0,
-            elapsed_us: 0,
-            truncated: None,
-        };
         // A root can itself be a package tree (a mount of a cargo registry).
         let root_name = root
             .path
@@ -505,194 +499,49 @@ impl<'a> Search<'a> {
         let root_tree = self.enter_tree(&root.path, &root_name, &root.origin, &mut || {
             comps(&root.path)
         });
-        let mut queue = VecDeque::from([(root.path.clone(), 0usize, root_tree)]);
-        let mut popped = 0usize;
-        'dirs: while let Some((dir, depth, tree)) = queue.pop_front() {
-            // Per directory too: a tree of empty or unreadable directories
-            // has few entries per listing, and the entry check is sparse.
-            popped += 1;
-            if popped % 64 == 0 && Instant::now() > self.walk_deadline {
-                st.truncated = Some("time budget reached".into());
-                break 'dirs;
+        let budget = walk::Budget {
+            entries: root
+                .budget
+                .entries
+                .min(TOTAL_ENTRIES.saturating_sub(self.total)),
+            depth: root.budget.depth,
+            queued: MAX_QUEUED,
+        };
+        let host = self.host;
+        let w = walker.walk(
+            host,
+            &root.path,
+            budget,
+            root_tree,
+            &mut RootWalk { s: self, root },
+        );
+        // The entry that overran an entry budget was read, and the search
+        // has always counted it.
+        let entries = w.entries + usize::from(w.stop == Some(Stop::Entries));
+        let truncated = w.stop.map(|s| match s {
+            Stop::Entries if w.entries >= root.budget.entries => {
+                format!("entry budget of {} reached", root.budget.entries)
             }
-            if self.dirs >= MAX_DIRS {
-                st.truncated = Some(format!(
-                    "the run's budget of {MAX_DIRS} directories reached"
-                ));
-                break 'dirs;
+            Stop::Entries => format!("the run's entry budget of {TOTAL_ENTRIES} reached"),
+            Stop::Deadline => "time budget reached".into(),
+            Stop::Dirs => format!("the run's budget of {MAX_DIRS} directories reached"),
+            Stop::Queued { depth } => {
+                format!("more than {MAX_QUEUED} directories waiting at depth {depth}")
             }
-            let hp = self.host.path(&dir);
-            let meta = match std::fs::symlink_metadata(&hp) {
-                Ok(m) if m.is_dir() => m,
-                // A root that is a symlink (/workspaces/app -> /src/app) is
-                // followed, as long as it stays inside the probed tree.
-                Ok(m) if depth == 0 && m.file_type().is_symlink() => {
-                    match resolve_in_scope(&hp, self.host.root()) {
-                        Some((_, m)) if m.is_dir() => m,
-                        _ => continue,
-                    }
-                }
-                _ => continue,
-            };
-            if !self.visited.insert((meta.dev(), meta.ino())) {
-                continue;
-            }
-            if self.mounts.is_pseudo(&dir) {
-                self.facts.pruned += 1;
-                continue;
-            }
-            let rd = match std::fs::read_dir(&hp) {
-                Ok(rd) => rd,
-                Err(e) => {
-                    if e.kind() == io::ErrorKind::PermissionDenied {
-                        self.facts.denied += 1;
-                        Self::note(
-                            &mut self.facts.denied_examples,
-                            dir.to_string_lossy().into_owned(),
-                        );
-                    }
-                    continue;
-                }
-            };
-            st.dirs += 1;
-            self.dirs += 1;
-            st.depth_reached = st.depth_reached.max(depth);
-            let shallow = depth + 1 < self.max_comps;
-            let mut dir_comps: Option<Vec<String>> = None;
-            let dir_name = dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            for ent in rd {
-                let Ok(ent) = ent else { continue };
-                st.entries += 1;
-                self.total += 1;
-                if st.entries > root.budget.entries {
-                    st.truncated = Some(format!("entry budget of {} reached", root.budget.entries));
-                    break 'dirs;
-                }
-                if self.total > TOTAL_ENTRIES {
-                    st.truncated =
-                        Some(format!("the run's entry budget of {TOTAL_ENTRIES} reached"));
-                    break 'dirs;
-                }
-                if st.entries % 1024 == 0 && Instant::now() > self.walk_deadline {
-                    st.truncated = Some("time budget reached".into());
-                    break 'dirs;
-                }
-                let Ok(ft) = ent.file_type() else { continue };
-                let name = ent.file_name();
-                let name_s = name.to_string_lossy();
-                if ft.is_dir() {
-                    let pruned = self
-                        .prune
-                        .first(&name_s, &dir_name, &mut || {
-                            let mut c = dir_comps.get_or_insert_with(|| comps(&dir)).clone();
-                            c.push(name_s.to_string());
-                            c
-                        })
-                        .is_some();
-                    if pruned {
-                        self.facts.pruned += 1;
-                        if name_s == ".git" {
-                            // Pruned, but its config can hold a remote URL with a token.
-                            let cfg = dir.join(".git/config");
-                            let alias = root
-                                .alias
-                                .as_ref()
-                                .and_then(|a| cfg.strip_prefix(&root.path).ok().map(|r| a.join(r)));
-                            self.consider(&cfg, alias.as_deref(), &root.origin, &root.path);
-                        }
-                        continue;
-                    }
-                    if depth + 1 > root.budget.depth {
-                        self.facts.depth_limited += 1;
-                        continue;
-                    }
-                    if queue.len() >= MAX_QUEUED {
-                        st.truncated = Some(format!(
-                            "more than {MAX_QUEUED} directories waiting at depth {}",
-                            depth + 1
-                        ));
-                        break 'dirs;
-                    }
-                    let sub = dir.join(&name);
-                    let sub_tree = tree.or_else(|| {
-                        let mut c = || {
-                            let mut c = dir_comps.get_or_insert_with(|| comps(&dir)).clone();
-                            c.push(name_s.to_string());
-                            c
-                        };
-                        self.enter_tree(&sub, &name_s, &root.origin, &mut c)
-                    });
-                    queue.push_back((sub, depth + 1, sub_tree));
-                    continue;
-                }
-                let path = || dir.join(&name);
-                if ft.is_file() || ft.is_symlink() {
-                    let mut c = || {
-                        let mut c = dir_comps.get_or_insert_with(|| comps(&dir)).clone();
-                        c.push(name_s.to_string());
-                        c
-                    };
-                    let hit = self
-                        .files
-                        .first(&name_s, &dir_name, &mut c)
-                        .map(What::File)
-                        .or_else(|| {
-                            self.histories
-                                .first(&name_s, &dir_name, &mut c)
-                                .map(What::History)
-                        });
-                    // Deeper down, the alias ends with the same components
-                    // as the path, and the path did not match.
-                    let hit = hit.or_else(|| {
-                        let alias = root.alias.as_ref().filter(|_| shallow)?;
-                        let p = path();
-                        let rel = p.strip_prefix(&root.path).ok()?;
-                        let a = alias.join(rel);
-                        self.classify(&a, None)
-                    });
-                    if let Some(w) = hit {
-                        self.push_in(path(), w, &root.origin, &root.path, tree);
-                    }
-                } else if ft.is_socket() && self.agents.first(&name_s, "", &mut Vec::new).is_some()
-                {
-                    let hint = if name_s.starts_with("S.gpg-agent") && !name_s.ends_with(".ssh") {
-                        Some(Protocol::Gpg)
-                    } else {
-                        Some(Protocol::Ssh)
-                    };
-                    self.sockets.push((
-                        path(),
-                        format!("found under {}", root.path.display()),
-                        hint,
-                    ));
-                } else {
-                    // A FIFO, socket or device where a credential could be
-                    // (id_rsa, .ssh/id_ed25519): its name is noted, it is
-                    // never opened.
-                    let mut c = || {
-                        let mut c = dir_comps.get_or_insert_with(|| comps(&dir)).clone();
-                        c.push(name_s.to_string());
-                        c
-                    };
-                    let named = self.files.first(&name_s, &dir_name, &mut c).is_some()
-                        || self.histories.first(&name_s, &dir_name, &mut c).is_some();
-                    if named {
-                        self.facts.special_skipped += 1;
-                        Self::note(
-                            &mut self.facts.special_examples,
-                            path().to_string_lossy().into_owned(),
-                        );
-                    }
-                }
-            }
-        }
-        st.elapsed_us = started.elapsed().as_micros();
-        self.facts.entries += st.entries;
-        self.facts.dirs += st.dirs;
-        self.facts.roots.push(st);
+        });
+        self.total += entries;
+        self.facts.depth_limited += w.depth_limited;
+        self.facts.entries += entries;
+        self.facts.dirs += w.listed;
+        self.facts.roots.push(RootStat {
+            path: root.path.to_string_lossy().into_owned(),
+            origin: root.origin.clone(),
+            entries,
+            dirs: w.listed,
+            depth_reached: w.depth_reached,
+            elapsed_us: started.elapsed().as_micros(),
+            truncated,
+        });
     }
 
     /// Opens and judges every candidate, within the deadline and MAX_CHECKS.
@@ -868,6 +717,136 @@ impl<'a> Search<'a> {
     }
 }
 
+/// [walk] prune of probes/credentials.toml, compiled once.
+fn prune() -> &'static PathEnds {
+    static P: OnceLock<PathEnds> = OnceLock::new();
+    P.get_or_init(|| PathEnds::of(credentials().walk.prune.iter().map(String::as_str)))
+}
+
+/// One root's walk, as the walker sees it: the search's matchers and
+/// facts, and the root whose origin and host alias its files get.
+struct RootWalk<'s, 'a> {
+    s: &'s mut Search<'a>,
+    root: &'s Root,
+}
+
+impl Visit for RootWalk<'_, '_> {
+    /// The package tree a directory is in (an index into facts.package_trees).
+    type Mark = Option<usize>;
+
+    fn enter(&mut self, dir: &Dir<'_, Self::Mark>) -> bool {
+        if self.s.mounts.is_pseudo(dir.path) {
+            self.s.facts.pruned += 1;
+            return false;
+        }
+        true
+    }
+
+    fn unlisted(&mut self, dir: &Dir<'_, Self::Mark>, err: &io::Error) {
+        if err.kind() == io::ErrorKind::PermissionDenied {
+            self.s.facts.denied += 1;
+            Search::note(
+                &mut self.s.facts.denied_examples,
+                dir.path.to_string_lossy().into_owned(),
+            );
+        }
+    }
+
+    fn entry(&mut self, dir: &Dir<'_, Self::Mark>, name: &OsStr, ft: FileType) -> Step {
+        if ft.is_dir() {
+            return Step::Descend;
+        }
+        let name_s = name.to_string_lossy();
+        if ft.is_file() || ft.is_symlink() {
+            self.file(dir, name, &name_s);
+        } else if ft.is_socket() && self.s.agents.first(&name_s, "", &mut Vec::new).is_some() {
+            let hint = if name_s.starts_with("S.gpg-agent") && !name_s.ends_with(".ssh") {
+                Some(Protocol::Gpg)
+            } else {
+                Some(Protocol::Ssh)
+            };
+            self.s.sockets.push((
+                dir.path.join(name),
+                format!("found under {}", self.root.path.display()),
+                hint,
+            ));
+        } else {
+            // A FIFO, socket or device where a credential could be
+            // (id_rsa, .ssh/id_ed25519): its name is noted, it is never
+            // opened.
+            let s = &*self.s;
+            let mut c = || dir.comps_with(&name_s);
+            let named = s.files.first(&name_s, &dir.name, &mut c).is_some()
+                || s.histories.first(&name_s, &dir.name, &mut c).is_some();
+            if named {
+                self.s.facts.special_skipped += 1;
+                Search::note(
+                    &mut self.s.facts.special_examples,
+                    dir.path.join(name).to_string_lossy().into_owned(),
+                );
+            }
+        }
+        Step::Next
+    }
+
+    fn pruned(&mut self, dir: &Dir<'_, Self::Mark>, name: &OsStr) {
+        self.s.facts.pruned += 1;
+        if name == ".git" {
+            // Pruned, but its config can hold a remote URL with a token.
+            let cfg = dir.path.join(".git/config");
+            let alias = self
+                .root
+                .alias
+                .as_ref()
+                .and_then(|a| cfg.strip_prefix(&self.root.path).ok().map(|r| a.join(r)));
+            self.s
+                .consider(&cfg, alias.as_deref(), &self.root.origin, &self.root.path);
+        }
+    }
+
+    fn mark(&mut self, dir: &Dir<'_, Self::Mark>, name: &OsStr, path: &Path) -> Self::Mark {
+        dir.mark.or_else(|| {
+            let name_s = name.to_string_lossy();
+            self.s
+                .enter_tree(path, &name_s, &self.root.origin, &mut || {
+                    dir.comps_with(&name_s)
+                })
+        })
+    }
+}
+
+impl RootWalk<'_, '_> {
+    /// A regular file or a symlink: a candidate when a rule matches its
+    /// path, or (near the root) the same path as the host sees it.
+    fn file(&mut self, dir: &Dir<'_, Option<usize>>, name: &OsStr, name_s: &str) {
+        let s = &*self.s;
+        let mut c = || dir.comps_with(name_s);
+        let hit = s
+            .files
+            .first(name_s, &dir.name, &mut c)
+            .map(What::File)
+            .or_else(|| {
+                s.histories
+                    .first(name_s, &dir.name, &mut c)
+                    .map(What::History)
+            });
+        // Deeper down, the alias ends with the same components as the
+        // path, and the path did not match.
+        let shallow = dir.depth + 1 < s.max_comps;
+        let hit = hit.or_else(|| {
+            let alias = self.root.alias.as_ref().filter(|_| shallow)?;
+            let p = dir.path.join(name);
+            let rel = p.strip_prefix(&self.root.path).ok()?;
+            s.classify(&alias.join(rel), None)
+        });
+        if let Some(w) = hit {
+            let (origin, scope) = (&self.root.origin, &self.root.path);
+            self.s
+                .push_in(dir.path.join(name), w, origin, scope, *dir.mark);
+        }
+    }
+}
+
 /// What checking the candidates produced beside the files themselves.
 #[derive(Debug, Default)]
 pub struct Checked {
@@ -886,17 +865,6 @@ fn readable(p: &Path) -> bool {
         nix::fcntl::AtFlags::AT_EACCESS,
     )
     .is_ok()
-}
-
-/// The symlink at `hp`, resolved, if it stays under `scope`.
-fn resolve_in_scope(hp: &Path, scope: &Path) -> Option<(PathBuf, Metadata)> {
-    let real = std::fs::canonicalize(hp).ok()?;
-    let scope = std::fs::canonicalize(scope).ok()?;
-    if !real.starts_with(&scope) {
-        return None;
-    }
-    let meta = std::fs::symlink_metadata(&real).ok()?;
-    Some((real, meta))
 }
 
 /// Opens a regular file for reading without following a final symlink,
@@ -1353,12 +1321,16 @@ mod tests {
         let passwd = Passwd::read(&host, Path::new("/etc/passwd"));
         let far = Instant::now() + std::time::Duration::from_secs(30);
         let mut s = Search::new(&host, &idx, &passwd, far, far);
-        s.walk(&Root {
-            path: PathBuf::from("/ws"),
-            origin: "workspace".into(),
-            alias: None,
-            budget: Budget { entries, depth: 12 },
-        });
+        let mut walker = s.walker();
+        s.walk(
+            &mut walker,
+            &Root {
+                path: PathBuf::from("/ws"),
+                origin: "workspace".into(),
+                alias: None,
+                budget: Budget { entries, depth: 12 },
+            },
+        );
         let _ = std::fs::remove_dir_all(&dir);
         s.facts.roots.remove(0)
     }

@@ -3,9 +3,12 @@
 //! HTTP engines are asked a read-only GET /_ping and GET /version.
 
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
+use std::fs::FileType;
 use std::io::{Read, Write};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -16,7 +19,9 @@ use crate::catalog::{self, SocketApi};
 use crate::facts::mounts::{MountClass, MountFacts};
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
+use crate::util::glob::PathEnds;
 use crate::util::socket::connect_unix;
+use crate::util::walk::{self, Dir, Order, Step, Visit, Walker};
 
 /// Per request. /_ping is answered at once by every engine, so a socket
 /// silent for a second is not answering; podman's /version takes ~0.4 s even
@@ -176,41 +181,53 @@ pub fn redact_userinfo(url: &str) -> String {
 
 /// The sockets under `mount_point`, and how many entries that took; the
 /// flag is false when the budget or the deadline ended the search first.
+/// Depth first, the order the sockets have always been listed in;
+/// directories down to WALK_DEPTH - 1 are listed.
 fn walk_for_sockets(
     host: &Host,
     mount_point: &Path,
     deadline: Instant,
     found: &mut Vec<PathBuf>,
 ) -> (bool, usize) {
-    let mut stack = vec![(mount_point.to_path_buf(), 0usize)];
-    let mut seen = 0usize;
-    let mut dirs = 0usize;
-    while let Some((dir, depth)) = stack.pop() {
-        dirs += 1;
-        if dirs % 64 == 0 && Instant::now() > deadline {
-            return (false, seen);
+    let budget = walk::Budget {
+        entries: WALK_ENTRIES,
+        depth: WALK_DEPTH - 1,
+        queued: usize::MAX,
+    };
+    let w = Walker::new(Order::DepthFirst, prune(), deadline).walk(
+        host,
+        mount_point,
+        budget,
+        (),
+        &mut SocketSearch { found },
+    );
+    (w.stop.is_none(), w.entries)
+}
+
+/// SKIP_DIRS, compiled once.
+fn prune() -> &'static PathEnds {
+    static P: OnceLock<PathEnds> = OnceLock::new();
+    P.get_or_init(|| PathEnds::of(SKIP_DIRS.iter().copied()))
+}
+
+/// The socket search's part: every socket it meets.
+struct SocketSearch<'a> {
+    found: &'a mut Vec<PathBuf>,
+}
+
+impl Visit for SocketSearch<'_> {
+    type Mark = ();
+
+    fn entry(&mut self, dir: &Dir<'_, ()>, name: &OsStr, ft: FileType) -> Step {
+        if ft.is_socket() {
+            self.found.push(dir.path.join(name));
         }
-        let Ok(rd) = std::fs::read_dir(host.path(&dir)) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            seen += 1;
-            if seen > WALK_ENTRIES || (seen % 1024 == 0 && Instant::now() > deadline) {
-                return (false, seen - 1);
-            }
-            let Ok(ft) = e.file_type() else { continue };
-            // Most entries are neither: no path is built for them.
-            if ft.is_socket() {
-                found.push(dir.join(e.file_name()));
-            } else if ft.is_dir() && depth + 1 < WALK_DEPTH {
-                let name = e.file_name();
-                if !SKIP_DIRS.iter().any(|s| name == *s) {
-                    stack.push((dir.join(name), depth + 1));
-                }
-            }
+        if ft.is_dir() {
+            Step::Descend
+        } else {
+            Step::Next
         }
     }
-    (true, seen)
 }
 
 pub fn collect(host: &Host, mounts: Option<&MountFacts>, deadline: Instant) -> SocketFacts {

@@ -22,11 +22,12 @@ use std::time::Instant;
 use nix::unistd::AccessFlags;
 use serde::{Deserialize, Serialize};
 
+use crate::catalog::{self, Walk};
 use crate::facts::mounts::{MountClass, MountFacts};
 use crate::facts::place::{self, Owner, Placement, Retention, Users};
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
-use crate::util::glob::{Glob, PathEnds};
+use crate::util::glob::Glob;
 use crate::util::walk::{self, Dir, Order, Step, Stop, Visit, Walker};
 
 // ---------------------------------------------------------------------------
@@ -1245,8 +1246,8 @@ pub fn collect_artifacts(
             depth: WALK_DEPTH - 1,
             queued: MAX_PENDING,
         };
-        let w =
-            Walker::new(Order::DepthFirst, prune(), deadline).walk(host, &mp, limits, None, &mut v);
+        let w = Walker::new(Order::DepthFirst, catalog::prune(Walk::Artifacts), deadline)
+            .walk(host, &mp, limits, None, &mut v);
         budget -= w.entries;
         for g in facts.groups.values_mut() {
             if let Some(d) = &mut g.dir {
@@ -1271,12 +1272,6 @@ pub fn collect_artifacts(
         });
     }
     Ok(facts)
-}
-
-/// catalog::PRUNE, compiled once.
-fn prune() -> &'static PathEnds {
-    static P: OnceLock<PathEnds> = OnceLock::new();
-    P.get_or_init(|| PathEnds::of(crate::catalog::PRUNE.iter().copied()))
 }
 
 /// One mount's artifact walk. A browser profile is not walked, and its

@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs::FileType;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::catalog::{self, Walk};
 use crate::facts::mounts::MountFacts;
 use crate::facts::place;
 use crate::finding::Finding;
@@ -23,7 +23,6 @@ use crate::host::Host;
 mod tools;
 
 use crate::util::command::ToolStatus;
-use crate::util::glob::PathEnds;
 use crate::util::walk::{self, Dir, Order, Step, Stop, Visit, Walker};
 pub use tools::ToolRun;
 
@@ -947,7 +946,13 @@ fn walk_workspace(host: &Host, ws: &Path, deadline: Instant, f: &mut ReproFacts)
         depth: WALK_DEPTH - 1,
         queued: usize::MAX,
     };
-    let w = Walker::new(Order::DepthFirst, prune(), deadline).walk(host, ws, budget, (), &mut v);
+    let w = Walker::new(Order::DepthFirst, catalog::prune(Walk::Workspace), deadline).walk(
+        host,
+        ws,
+        budget,
+        (),
+        &mut v,
+    );
     let WorkspaceWalk {
         manifests,
         files_in,
@@ -963,12 +968,6 @@ fn walk_workspace(host: &Host, ws: &Path, deadline: Instant, f: &mut ReproFacts)
         let m = manifest(host, ws, &p, eco, &files_in, &mut f.tool_pins);
         f.manifests.push(m);
     }
-}
-
-/// catalog::PRUNE, compiled once.
-fn prune() -> &'static PathEnds {
-    static P: OnceLock<PathEnds> = OnceLock::new();
-    P.get_or_init(|| PathEnds::of(crate::catalog::PRUNE.iter().copied()))
 }
 
 /// The workspace walk's part: keeps, per directory, the names this probe

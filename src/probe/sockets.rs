@@ -8,18 +8,16 @@ use std::fs::FileType;
 use std::io::{Read, Write};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::catalog::{self, SocketApi};
+use crate::catalog::{self, SocketApi, Walk};
 use crate::facts::mounts::{MountClass, MountFacts};
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
-use crate::util::glob::PathEnds;
 use crate::util::socket::connect_unix;
 use crate::util::walk::{self, Dir, Order, Step, Visit, Walker};
 
@@ -33,14 +31,6 @@ const MAX_ANSWER: u64 = 256 * 1024;
 /// Sockets sit near the top of a runtime dir; a repo can hold millions of files.
 const WALK_DEPTH: usize = 4;
 const WALK_ENTRIES: usize = 20_000;
-const SKIP_DIRS: &[&str] = &[
-    ".git",
-    "node_modules",
-    "target",
-    ".cache",
-    "vendor",
-    "__pycache__",
-];
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SocketProbe {
@@ -194,7 +184,7 @@ fn walk_for_sockets(
         depth: WALK_DEPTH - 1,
         queued: usize::MAX,
     };
-    let w = Walker::new(Order::DepthFirst, prune(), deadline).walk(
+    let w = Walker::new(Order::DepthFirst, catalog::prune(Walk::Sockets), deadline).walk(
         host,
         mount_point,
         budget,
@@ -202,12 +192,6 @@ fn walk_for_sockets(
         &mut SocketSearch { found },
     );
     (w.stop.is_none(), w.entries)
-}
-
-/// SKIP_DIRS, compiled once.
-fn prune() -> &'static PathEnds {
-    static P: OnceLock<PathEnds> = OnceLock::new();
-    P.get_or_init(|| PathEnds::of(SKIP_DIRS.iter().copied()))
 }
 
 /// The socket search's part: every socket it meets.

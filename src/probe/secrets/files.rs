@@ -2,7 +2,8 @@
 //! and agent checks): every home, the workspace and every host mount. The
 //! standard places under each home are looked at directly, so a large home
 //! never hides ~/.aws/credentials; then a breadth-first walk with budgets
-//! on entries, depth and time, pruning probes/credentials.toml [walk] prune.
+//! on entries, depth and time (src/util/walk.rs), pruning the catalog's
+//! prune list (src/catalog.rs PRUNE).
 //!
 //! The walk never follows a symlink into a directory; a symlinked file is
 //! checked only when it resolves inside the root being searched. Nothing
@@ -17,7 +18,6 @@ use std::fs::{File, FileType, Metadata};
 use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use nix::fcntl::OFlag;
@@ -32,6 +32,7 @@ use super::rules::{credentials, env_secrets, url_userinfo, Check, Entries, FileR
 use super::structured;
 use super::tokens::{self, Token};
 use super::{MountIndex, Passwd};
+use crate::catalog::{self, Walk};
 use crate::host::Host;
 use crate::util::glob::{comps, matches_component, PathEnds};
 use crate::util::walk::{self, resolve_in_scope, Dir, Order, Step, Stop, Visit, Walker};
@@ -483,7 +484,12 @@ impl<'a> Search<'a> {
     /// runs out leaves the shallow places, where credentials sit,
     /// examined; one visited set and MAX_DIRS over all roots.
     pub fn walker(&self) -> Walker<'static> {
-        Walker::new(Order::BreadthFirst, prune(), self.walk_deadline).max_dirs(MAX_DIRS)
+        Walker::new(
+            Order::BreadthFirst,
+            catalog::prune(Walk::Credentials),
+            self.walk_deadline,
+        )
+        .max_dirs(MAX_DIRS)
     }
 
     /// Walks one root with `walker` (from `Search::walker`, the same for
@@ -715,12 +721,6 @@ impl<'a> Search<'a> {
         }
         out.histories.push(h);
     }
-}
-
-/// [walk] prune of probes/credentials.toml, compiled once.
-fn prune() -> &'static PathEnds {
-    static P: OnceLock<PathEnds> = OnceLock::new();
-    P.get_or_init(|| PathEnds::of(credentials().walk.prune.iter().map(String::as_str)))
 }
 
 /// One root's walk, as the walker sees it: the search's matchers and
@@ -1357,7 +1357,7 @@ mod tests {
                     .split('/')
                     .chain(f.exclude.iter().map(String::as_str))
             })
-            .chain(cat.walk.prune.iter().flat_map(|p| p.split('/')))
+            .chain(catalog::PRUNE.iter().flat_map(|p| p.split('/')))
             .chain(["a*b*c", "*a*a*", "*", "**", "x*"])
             .collect();
         let names = [

@@ -122,7 +122,6 @@ pub struct Git {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Walk {
-    pub prune: Vec<String>,
     pub agent_sockets: Vec<String>,
 }
 

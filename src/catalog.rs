@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 
 use crate::finding::Severity;
+use crate::util::glob::PathEnds;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -71,30 +72,68 @@ struct Sockets {
     socket: Vec<EngineSocket>,
 }
 
-/// Never descended into by the workspace and artifact walks: dependency trees, VCS data, caches (reported by the
-/// cache probe) and browser internals (leveldb keeps *.log files).
+/// The walks that take the prune list: the credential search
+/// (src/probe/secrets/files.rs), the workspace walk (src/probe/repro.rs),
+/// the socket search (src/probe/sockets.rs) and the artifact walk
+/// (src/probe/artifacts.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Walk {
+    Credentials,
+    Workspace,
+    Sockets,
+    Artifacts,
+}
+
+/// The one prune list: directories no walk descends into. Each is a name,
+/// or the end of a path (".cargo/registry"), `*` matching within one
+/// component, as probes/credentials.toml [[file]] paths are matched
+/// (util::glob::PathEnds). What they hold is no credential, manifest,
+/// socket or artifact of this workspace, and often most of its entries.
 pub const PRUNE: &[&str] = &[
+    // Version control data (the credential search still reads .git/config).
     ".git",
     ".hg",
     ".svn",
+    // Dependencies and package stores.
     "node_modules",
-    "target",
+    "bower_components",
+    "vendor",
+    "site-packages",
     ".venv",
     "venv",
+    ".pnpm-store",
+    ".yarn/cache",
+    ".local/share/pnpm",
+    ".local/share/virtualenvs",
+    ".local/lib",
+    ".local/pipx",
+    ".m2",
+    ".gradle",
+    ".ivy2",
+    ".sbt",
+    ".nuget",
+    // Not all of ~/.cargo: credentials.toml sits beside these.
+    ".cargo/registry",
+    ".cargo/git",
+    ".rustup",
+    "go/pkg",
+    // Build output and tool caches (the cache probe reports caches).
+    "target",
     "__pycache__",
     ".tox",
     ".nox",
     ".mypy_cache",
     ".pytest_cache",
     ".ruff_cache",
+    ".next",
+    ".terraform",
     ".cache",
     ".npm",
-    ".cargo",
-    ".rustup",
-    ".m2",
-    ".gradle",
-    "site-packages",
+    // Browser and mail profiles (the browser probe reports those), and the
+    // stores of Chromium-based apps: leveldb keeps *.log files that are
+    // nobody's logs.
     ".mozilla",
+    ".thunderbird",
     "google-chrome",
     "chromium",
     "BraveSoftware",
@@ -103,7 +142,53 @@ pub const PRUNE: &[&str] = &[
     "IndexedDB",
     "Local Storage",
     "Session Storage",
+    // Editors' remote servers, container storage, the trash, snaps and
+    // what fsck found.
+    ".vscode-server",
+    ".cursor-server",
+    ".local/share/containers",
+    ".local/share/Trash",
+    "snap",
+    "lost+found",
 ];
+
+/// The entries of PRUNE a walk descends into all the same, and why:
+/// - the credential search enters `site-packages` and `vendor`: they are
+///   package trees (probes/package-trees.toml), and the keys and
+///   certificates shipped in them are reported once per tree, as
+///   secret.package-data, rather than not at all;
+/// - the artifact walk enters `.vscode-server` and `.cursor-server`: the
+///   editor servers write their logs there (data/logs), artifacts of a
+///   persistent home like any other.
+pub const PRUNE_ENTERED: &[(Walk, &str)] = &[
+    (Walk::Credentials, "site-packages"),
+    (Walk::Credentials, "vendor"),
+    (Walk::Artifacts, ".vscode-server"),
+    (Walk::Artifacts, ".cursor-server"),
+];
+
+/// PRUNE less what `walk` enters (PRUNE_ENTERED).
+pub fn prune_list(walk: Walk) -> impl Iterator<Item = &'static str> {
+    PRUNE
+        .iter()
+        .copied()
+        .filter(move |p| !PRUNE_ENTERED.contains(&(walk, *p)))
+}
+
+/// `prune_list(walk)`, compiled once.
+pub fn prune(walk: Walk) -> &'static PathEnds {
+    static C: OnceLock<[PathEnds; 4]> = OnceLock::new();
+    let all = C.get_or_init(|| {
+        [
+            Walk::Credentials,
+            Walk::Workspace,
+            Walk::Sockets,
+            Walk::Artifacts,
+        ]
+        .map(|w| PathEnds::of(prune_list(w)))
+    });
+    &all[walk as usize]
+}
 
 pub const CAPABILITIES_TOML: &str = include_str!("../probes/capabilities.toml");
 pub const DEVICES_TOML: &str = include_str!("../probes/devices.toml");
@@ -252,5 +337,59 @@ mod tests {
         assert!(crate::util::glob::matches_path("cpu/*/msr", "cpu/0/msr"));
         assert!(!crate::util::glob::matches_path("mem", "memory"));
         assert!(crate::util::glob::matches_path("a*b*c", "aXXbYYc"));
+    }
+
+    #[test]
+    fn one_prune_list_with_reasoned_exceptions() {
+        let mut seen = std::collections::BTreeSet::new();
+        for p in PRUNE {
+            assert!(seen.insert(*p), "{p} is listed twice");
+            assert!(!p.starts_with('/') && !p.ends_with('/'), "{p}");
+        }
+        for (_, p) in PRUNE_ENTERED {
+            assert!(PRUNE.contains(p), "{p} is entered but not pruned");
+        }
+        let prunes = |w: Walk, path: &str| {
+            let p = std::path::Path::new(path);
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let parent = p
+                .parent()
+                .and_then(|d| d.file_name())
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            prune(w)
+                .first(&name, &parent, &mut || crate::util::glob::comps(p))
+                .is_some()
+        };
+        let all = [
+            Walk::Credentials,
+            Walk::Workspace,
+            Walk::Sockets,
+            Walk::Artifacts,
+        ];
+        for w in all {
+            for p in [
+                "/w/.git",
+                "/w/a/node_modules",
+                "/h/.cargo/registry",
+                "/h/.local/share/containers",
+            ] {
+                assert!(prunes(w, p), "{w:?} must prune {p}");
+            }
+            // ~/.cargo holds credentials.toml; a "share/containers" elsewhere is no podman store.
+            for p in ["/h/.cargo", "/w/src", "/x/share/containers", "/w/registry"] {
+                assert!(!prunes(w, p), "{w:?} must enter {p}");
+            }
+        }
+        for p in [
+            "/h/.pyenv/versions/3.11.2/lib/python3.11/site-packages",
+            "/w/vendor",
+        ] {
+            assert!(!prunes(Walk::Credentials, p), "{p}");
+            assert!(prunes(Walk::Workspace, p), "{p}");
+        }
+        assert!(!prunes(Walk::Artifacts, "/h/.vscode-server"));
+        assert!(prunes(Walk::Credentials, "/h/.vscode-server"));
+        assert_eq!(prune_list(Walk::Sockets).count(), PRUNE.len());
     }
 }

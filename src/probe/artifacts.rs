@@ -12,6 +12,8 @@
 //! credential, whose value never leaves the scanner.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
+use std::fs::FileType;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -20,6 +22,7 @@ use std::time::Instant;
 use nix::unistd::AccessFlags;
 use serde::{Deserialize, Serialize};
 
+use crate::catalog::{self, Walk};
 use crate::facts::mounts::{MountClass, MountFacts};
 use crate::facts::place::{self, Placement, Retention};
 use crate::facts::unchecked::Unchecked;
@@ -27,6 +30,7 @@ use crate::facts::users::{Owner, Users, MAX_HOMES};
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
 use crate::util::glob::Glob;
+use crate::util::walk::{self, Dir, Order, Step, Stop, Visit, Walker};
 
 // ---------------------------------------------------------------------------
 // Catalogs
@@ -1219,118 +1223,38 @@ pub fn collect_artifacts(
         .map(|e| e.mount.mount_point.clone())
         .collect();
     let mut facts = ArtifactFacts::default();
+    // One budget for all the mounts.
     let mut budget = WALK_ENTRIES;
     for mp in persistent_mounts(Some(m)) {
         if !is_dir_at(host, &mp) {
             continue;
         }
         let placement = place::place(Some(m), &mp);
-        let mut stat = WalkStat {
-            mount_point: mp.to_string_lossy().into_owned(),
-            entries: 0,
-            dirs: 0,
-            unreadable_dirs: 0,
-            truncated: None,
-        };
-        let mount_point = stat.mount_point.clone();
-        let sink = Sink {
+        let mount_point = mp.to_string_lossy().into_owned();
+        let mut v = ArtifactWalk {
             host,
-            users,
-            placement: &placement,
-            mount_point: &mount_point,
-            mp: &mp,
+            sink: Sink {
+                host,
+                users,
+                placement: &placement,
+                mount_point: &mount_point,
+                mp: &mp,
+            },
+            facts: &mut facts,
+            all_points: &all_points,
+            held: Vec::new(),
+            streaming: false,
         };
-        let mut stack: Vec<(PathBuf, usize, Option<usize>)> = vec![(mp.clone(), 0, None)];
-        'walk: while let Some((dir, depth, inherited)) = stack.pop() {
-            // Per directory as well as per entry: a tree of empty
-            // directories has few entries, and the entry check is sparse.
-            if stat.dirs % 64 == 63 && Instant::now() > deadline {
-                stat.truncated = Some("the probe's deadline came first".into());
-                break 'walk;
-            }
-            stat.dirs += 1;
-            let rd = match std::fs::read_dir(host.path(&dir)) {
-                Ok(rd) => rd,
-                Err(_) => {
-                    stat.unreadable_dirs += 1;
-                    continue;
-                }
-            };
-            // A browser profile is not walked, and a marker may come last
-            // in the listing: what this directory adds (subdirectories on
-            // the stack, artifacts in `held`) stays undone until then.
-            let pushed_from = stack.len();
-            let mut held: Vec<(std::ffi::OsString, usize)> = Vec::new();
-            let mut streaming = false;
-            let mut profile = false;
-            for e in rd.flatten() {
-                if budget == 0 {
-                    stat.truncated =
-                        Some(format!("the walk budget of {WALK_ENTRIES} entries ran out"));
-                    break 'walk;
-                }
-                if stat.entries % 1024 == 1023 && Instant::now() > deadline {
-                    stat.truncated = Some("the probe's deadline came first".into());
-                    break 'walk;
-                }
-                budget -= 1;
-                stat.entries += 1;
-                let os_name = e.file_name();
-                if PROFILE_MARKERS.iter().any(|p| os_name == *p) {
-                    profile = true;
-                    break;
-                }
-                let Ok(ft) = e.file_type() else { continue };
-                let name = os_name.to_string_lossy();
-                if ft.is_dir() {
-                    let child = dir.join(&os_name);
-                    if depth + 1 < WALK_DEPTH
-                        && !crate::catalog::PRUNE.contains(&name.as_ref())
-                        && !all_points.contains(&child)
-                    {
-                        if stack.len() >= MAX_PENDING {
-                            stat.truncated = Some(format!(
-                                "more than {MAX_PENDING} directories were waiting to be listed"
-                            ));
-                            break 'walk;
-                        }
-                        let inh = dir_class(&name).or(inherited);
-                        stack.push((child, depth + 1, inh));
-                    }
-                    continue;
-                }
-                // Regular files only: a FIFO, socket or device named
-                // app.log is never an artifact we account for.
-                if !ft.is_file() {
-                    continue;
-                }
-                let Some(ci) = classify(&name, inherited) else {
-                    continue;
-                };
-                if streaming {
-                    sink.record(&mut facts, dir.join(&os_name), ci);
-                    continue;
-                }
-                held.push((os_name, ci));
-                if held.len() >= HELD_HITS {
-                    if has_profile_marker(host, &dir) {
-                        profile = true;
-                        break;
-                    }
-                    streaming = true;
-                    for (n, ci) in held.drain(..) {
-                        sink.record(&mut facts, dir.join(n), ci);
-                    }
-                }
-            }
-            if profile {
-                stack.truncate(pushed_from);
-                continue;
-            }
-            for (n, ci) in held {
-                sink.record(&mut facts, dir.join(n), ci);
-            }
-        }
+        // Depth first, the order the manifest has always been in;
+        // directories down to WALK_DEPTH - 1 are listed.
+        let limits = walk::Budget {
+            entries: budget,
+            depth: WALK_DEPTH - 1,
+            queued: MAX_PENDING,
+        };
+        let w = Walker::new(Order::DepthFirst, catalog::prune(Walk::Artifacts), deadline)
+            .walk(host, &mp, limits, None, &mut v);
+        budget -= w.entries;
         for g in facts.groups.values_mut() {
             if let Some(d) = &mut g.dir {
                 if d.as_os_str().is_empty() {
@@ -1338,9 +1262,99 @@ pub fn collect_artifacts(
                 }
             }
         }
-        facts.walks.push(stat);
+        facts.walks.push(WalkStat {
+            mount_point,
+            entries: w.entries,
+            dirs: w.listed + w.unlisted,
+            unreadable_dirs: w.unlisted,
+            truncated: w.stop.map(|s| match s {
+                Stop::Entries => format!("the walk budget of {WALK_ENTRIES} entries ran out"),
+                Stop::Deadline => "the probe's deadline came first".into(),
+                Stop::Queued { .. } => {
+                    format!("more than {MAX_PENDING} directories were waiting to be listed")
+                }
+                Stop::Dirs => Stop::Dirs.to_string(),
+            }),
+        });
     }
     Ok(facts)
+}
+
+/// One mount's artifact walk. A browser profile is not walked, and its
+/// marker may come last in the listing: what a directory adds (its
+/// subdirectories, its artifacts in `held`) stays undone until then, or
+/// until HELD_HITS artifacts make it look the markers up by name.
+struct ArtifactWalk<'a> {
+    host: &'a Host,
+    sink: Sink<'a>,
+    facts: &'a mut ArtifactFacts,
+    /// Mount points: each is walked on its own, if at all.
+    all_points: &'a BTreeSet<PathBuf>,
+    held: Vec<(std::ffi::OsString, usize)>,
+    /// The directory is known not to be a profile: artifacts are recorded
+    /// as they come.
+    streaming: bool,
+}
+
+impl Visit for ArtifactWalk<'_> {
+    /// The artifact class of a directory above (`logs/`), an index into
+    /// the catalog.
+    type Mark = Option<usize>;
+
+    fn enter(&mut self, _dir: &Dir<'_, Self::Mark>) -> bool {
+        self.held.clear();
+        self.streaming = false;
+        true
+    }
+
+    fn entry(&mut self, dir: &Dir<'_, Self::Mark>, name: &OsStr, ft: FileType) -> Step {
+        if PROFILE_MARKERS.iter().any(|p| name == *p) {
+            return Step::Abandon;
+        }
+        if ft.is_dir() {
+            if self.all_points.contains(&dir.path.join(name)) {
+                return Step::Next;
+            }
+            return Step::Descend;
+        }
+        // Regular files only: a FIFO, socket or device named app.log is
+        // never an artifact we account for.
+        if !ft.is_file() {
+            return Step::Next;
+        }
+        let Some(ci) = classify(&name.to_string_lossy(), *dir.mark) else {
+            return Step::Next;
+        };
+        if self.streaming {
+            self.sink.record(self.facts, dir.path.join(name), ci);
+            return Step::Next;
+        }
+        self.held.push((name.to_os_string(), ci));
+        if self.held.len() >= HELD_HITS {
+            if has_profile_marker(self.host, dir.path) {
+                return Step::Abandon;
+            }
+            self.streaming = true;
+            self.flush(dir.path);
+        }
+        Step::Next
+    }
+
+    fn mark(&mut self, dir: &Dir<'_, Self::Mark>, name: &OsStr, _path: &Path) -> Self::Mark {
+        dir_class(&name.to_string_lossy()).or(*dir.mark)
+    }
+
+    fn leave(&mut self, dir: &Dir<'_, Self::Mark>) {
+        self.flush(dir.path);
+    }
+}
+
+impl ArtifactWalk<'_> {
+    fn flush(&mut self, dir: &Path) {
+        for (n, ci) in std::mem::take(&mut self.held) {
+            self.sink.record(self.facts, dir.join(n), ci);
+        }
+    }
 }
 
 pub fn evaluate_artifacts(f: &ArtifactFacts) -> Vec<Finding> {

@@ -8,11 +8,14 @@
 //! manifest, and the versions the tools on PATH report (src/probe/repro/tools.rs).
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::fs::FileType;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::catalog::{self, Walk};
 use crate::facts::mounts::MountFacts;
 use crate::facts::place;
 use crate::facts::unchecked::Unchecked;
@@ -21,6 +24,7 @@ use crate::host::Host;
 mod tools;
 
 use crate::util::command::ToolStatus;
+use crate::util::walk::{self, Dir, Order, Step, Stop, Visit, Walker};
 pub use tools::ToolRun;
 
 /// How far below the workspace manifests and pins are looked for, and how
@@ -842,56 +846,108 @@ fn wanted(name: &str) -> bool {
             .any(|e| e.manifest == name || e.locks.contains(&name))
 }
 
+/// Walks the workspace for setup contracts, pins and manifests, then finds
+/// each manifest's lockfile.
 fn walk_workspace(host: &Host, ws: &Path, deadline: Instant, f: &mut ReproFacts) {
-    let mut stack: Vec<(PathBuf, usize)> = vec![(ws.to_path_buf(), 0)];
-    let mut manifests: Vec<(PathBuf, &'static Ecosystem)> = Vec::new();
-    let mut files_in: BTreeMap<PathBuf, Vec<String>> = BTreeMap::new();
-    'walk: while let Some((dir, depth)) = stack.pop() {
-        let rd = match std::fs::read_dir(host.path(&dir)) {
-            Ok(rd) => rd,
-            Err(e) => {
-                if dir == ws {
-                    f.workspace_unreadable = Some(e.to_string());
-                }
-                continue;
-            }
-        };
-        // Only the names this probe reads or looks up are kept: a
-        // directory of 100,000 source files costs a listing, not a list.
-        let mut names = Vec::new();
-        for e in rd.flatten() {
-            if f.walk_entries >= WALK_ENTRIES {
-                f.walk_truncated = Some(format!("the budget of {WALK_ENTRIES} entries ran out"));
-                break 'walk;
-            }
-            if f.walk_entries % 1024 == 1023 && Instant::now() > deadline {
-                f.walk_truncated = Some("the probe's deadline came first".into());
-                break 'walk;
-            }
-            f.walk_entries += 1;
-            let Ok(ft) = e.file_type() else { continue };
-            let os_name = e.file_name();
-            let name = os_name.to_string_lossy();
-            if ft.is_dir() {
-                if depth + 1 < WALK_DEPTH && !crate::catalog::PRUNE.contains(&name.as_ref()) {
-                    stack.push((dir.join(&os_name), depth + 1));
-                }
-                continue;
-            }
-            // Links are followed only for names we read, and only inside
-            // the root; FIFOs and sockets are never opened (host.read).
-            if (ft.is_file() || ft.is_symlink()) && wanted(&name) {
-                names.push(name.into_owned());
-            }
+    let mut v = WorkspaceWalk {
+        host,
+        ws,
+        f,
+        names: Vec::new(),
+        manifests: Vec::new(),
+        files_in: BTreeMap::new(),
+    };
+    // Depth first, the order the manifests and pins have always been
+    // listed in; directories down to WALK_DEPTH - 1 are listed.
+    let budget = walk::Budget {
+        entries: WALK_ENTRIES,
+        depth: WALK_DEPTH - 1,
+        queued: usize::MAX,
+    };
+    let w = Walker::new(Order::DepthFirst, catalog::prune(Walk::Workspace), deadline).walk(
+        host,
+        ws,
+        budget,
+        (),
+        &mut v,
+    );
+    let WorkspaceWalk {
+        manifests,
+        files_in,
+        ..
+    } = v;
+    f.walk_entries = w.entries;
+    f.walk_truncated = w.stop.map(|s| match s {
+        Stop::Entries => format!("the budget of {WALK_ENTRIES} entries ran out"),
+        Stop::Deadline => "the probe's deadline came first".into(),
+        other => other.to_string(),
+    });
+    for (p, eco) in manifests {
+        let m = manifest(host, ws, &p, eco, &files_in, &mut f.tool_pins);
+        f.manifests.push(m);
+    }
+}
+
+/// The workspace walk's part: keeps, per directory, the names this probe
+/// reads or looks up (a directory of 100,000 source files costs a listing,
+/// not a list), and reads the contracts and pins among them.
+struct WorkspaceWalk<'a> {
+    host: &'a Host,
+    ws: &'a Path,
+    f: &'a mut ReproFacts,
+    /// The wanted names of the directory being listed.
+    names: Vec<String>,
+    manifests: Vec<(PathBuf, &'static Ecosystem)>,
+    /// Every listed directory's wanted names, where lockfiles are looked up.
+    files_in: BTreeMap<PathBuf, Vec<String>>,
+}
+
+impl Visit for WorkspaceWalk<'_> {
+    type Mark = ();
+
+    fn enter(&mut self, _dir: &Dir<'_, ()>) -> bool {
+        self.names.clear();
+        true
+    }
+
+    fn unlisted(&mut self, dir: &Dir<'_, ()>, err: &std::io::Error) {
+        if dir.depth == 0 {
+            self.f.workspace_unreadable = Some(err.to_string());
         }
+    }
+
+    fn entry(&mut self, _dir: &Dir<'_, ()>, name: &OsStr, ft: FileType) -> Step {
+        if ft.is_dir() {
+            return Step::Descend;
+        }
+        // Links are followed only for names we read, and only inside the
+        // root; FIFOs and sockets are never opened (host.read).
+        let name = name.to_string_lossy();
+        if (ft.is_file() || ft.is_symlink()) && wanted(&name) {
+            self.names.push(name.into_owned());
+        }
+        Step::Next
+    }
+
+    fn leave(&mut self, dir: &Dir<'_, ()>) {
+        let names = std::mem::take(&mut self.names);
+        self.read_dir_files(dir.path, &names);
+        self.files_in.insert(dir.path.to_path_buf(), names);
+    }
+}
+
+impl WorkspaceWalk<'_> {
+    /// The setup contracts, pins and manifests among one directory's names.
+    fn read_dir_files(&mut self, dir: &Path, names: &[String]) {
+        let (host, f) = (self.host, &mut *self.f);
         let parent_name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
         // The recipe of the workspace's own container lives at its top or in
         // .devcontainer/ (one level of named configurations below it); a
         // Containerfile deeper down builds some other image.
-        let rel = dir.strip_prefix(ws).unwrap_or(Path::new(""));
+        let rel = dir.strip_prefix(self.ws).unwrap_or(Path::new(""));
         let top = rel.as_os_str().is_empty();
         let in_devc = rel.starts_with(".devcontainer") && rel.components().count() <= 2;
-        for name in &names {
+        for name in names {
             let p = dir.join(name);
             let is_contract = (top || in_devc) && (name == "Containerfile" || name == "Dockerfile");
             let devc =
@@ -923,12 +979,13 @@ fn walk_workspace(host: &Host, ws: &Path, deadline: Instant, f: &mut ReproFacts)
                         }
                     }
                     f.tool_pins.extend(pins);
-                } else if is_contract {
-                    let mut c = read_contract(host, &real, "containerfile");
-                    c.path = p.to_string_lossy().into_owned();
-                    f.setup_contract.push(c);
                 } else {
-                    let mut c = read_contract(host, &real, "compose");
+                    let kind = if is_contract {
+                        "containerfile"
+                    } else {
+                        "compose"
+                    };
+                    let mut c = read_contract(host, &real, kind);
                     c.path = p.to_string_lossy().into_owned();
                     f.setup_contract.push(c);
                 }
@@ -958,78 +1015,86 @@ fn walk_workspace(host: &Host, ws: &Path, deadline: Instant, f: &mut ReproFacts)
                 }
             }
             if let Some(eco) = ECOSYSTEMS.iter().find(|e| e.manifest == name) {
-                if manifests.len() < MAX_FOUND {
-                    manifests.push((p.clone(), eco));
+                if self.manifests.len() < MAX_FOUND {
+                    self.manifests.push((p.clone(), eco));
                 }
             }
         }
-        files_in.insert(dir, names);
     }
+}
 
-    for (p, eco) in manifests {
-        let dir = p.parent().unwrap_or(ws).to_path_buf();
-        let text = place::resolve(host, &p)
-            .and_then(|r| host.read(r).ok())
-            .unwrap_or_default();
-        let (need, mut note) = needs_lock(eco.manifest, &text);
-        // packageManager in package.json and toolchain in go.mod pin a tool.
-        if eco.manifest == "package.json" {
-            if let Some(pm) = serde_json::from_str::<serde_json::Value>(&text)
-                .ok()
-                .and_then(|v| v.get("packageManager")?.as_str().map(str::to_string))
-            {
-                let (tool, ver) = pm.split_once('@').unwrap_or((&pm, ""));
-                f.tool_pins.push(ToolPin {
-                    file: p.to_string_lossy().into_owned(),
-                    tool: short(tool),
-                    floating: floating(ver),
-                    version: short(ver.split('+').next().unwrap_or(ver)),
-                });
-            }
-        }
-        if eco.manifest == "go.mod" {
-            if let Some(tc) = text
-                .lines()
-                .find_map(|l| l.trim().strip_prefix("toolchain "))
-            {
-                f.tool_pins.push(ToolPin {
-                    file: p.to_string_lossy().into_owned(),
-                    tool: "go".into(),
-                    version: short(tc.trim()),
-                    floating: false,
-                });
-            }
-        }
-        let mut lock = None;
-        let mut d = Some(dir.as_path());
-        while let Some(cur) = d {
-            let names = files_in.get(cur);
-            let hit = eco.locks.iter().find(|l| {
-                names.map_or_else(
-                    || std::fs::symlink_metadata(host.path(cur.join(l))).is_ok(),
-                    |n| n.iter().any(|x| x == *l),
-                )
+/// A manifest, the lockfile beside it (or, for an ecosystem whose lock
+/// sits at the workspace's top, above it) and the tool it pins.
+fn manifest(
+    host: &Host,
+    ws: &Path,
+    p: &Path,
+    eco: &'static Ecosystem,
+    files_in: &BTreeMap<PathBuf, Vec<String>>,
+    tool_pins: &mut Vec<ToolPin>,
+) -> Manifest {
+    let dir = p.parent().unwrap_or(ws).to_path_buf();
+    let text = place::resolve(host, p)
+        .and_then(|r| host.read(r).ok())
+        .unwrap_or_default();
+    let (need, mut note) = needs_lock(eco.manifest, &text);
+    // packageManager in package.json and toolchain in go.mod pin a tool.
+    if eco.manifest == "package.json" {
+        if let Some(pm) = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("packageManager")?.as_str().map(str::to_string))
+        {
+            let (tool, ver) = pm.split_once('@').unwrap_or((&pm, ""));
+            tool_pins.push(ToolPin {
+                file: p.to_string_lossy().into_owned(),
+                tool: short(tool),
+                floating: floating(ver),
+                version: short(ver.split('+').next().unwrap_or(ver)),
             });
-            if let Some(l) = hit {
-                lock = Some(cur.join(l).to_string_lossy().into_owned());
-                break;
-            }
-            if !eco.ancestors || cur == ws {
-                break;
-            }
-            d = cur.parent();
         }
-        if lock.is_some() {
-            note = None;
+    }
+    if eco.manifest == "go.mod" {
+        if let Some(tc) = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("toolchain "))
+        {
+            tool_pins.push(ToolPin {
+                file: p.to_string_lossy().into_owned(),
+                tool: "go".into(),
+                version: short(tc.trim()),
+                floating: false,
+            });
         }
-        f.manifests.push(Manifest {
-            path: p.to_string_lossy().into_owned(),
-            ecosystem: eco.name,
-            expected: eco.locks.to_vec(),
-            lockfile: lock,
-            note,
-            needs_lock: need,
+    }
+    let mut lock = None;
+    let mut d = Some(dir.as_path());
+    while let Some(cur) = d {
+        let names = files_in.get(cur);
+        let hit = eco.locks.iter().find(|l| {
+            names.map_or_else(
+                || std::fs::symlink_metadata(host.path(cur.join(l))).is_ok(),
+                |n| n.iter().any(|x| x == *l),
+            )
         });
+        if let Some(l) = hit {
+            lock = Some(cur.join(l).to_string_lossy().into_owned());
+            break;
+        }
+        if !eco.ancestors || cur == ws {
+            break;
+        }
+        d = cur.parent();
+    }
+    if lock.is_some() {
+        note = None;
+    }
+    Manifest {
+        path: p.to_string_lossy().into_owned(),
+        ecosystem: eco.name,
+        expected: eco.locks.to_vec(),
+        lockfile: lock,
+        note,
+        needs_lock: need,
     }
 }
 

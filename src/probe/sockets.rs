@@ -3,6 +3,8 @@
 //! HTTP engines are asked a read-only GET /_ping and GET /version.
 
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
+use std::fs::FileType;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -11,13 +13,14 @@ use nix::errno::Errno;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::catalog::{self, SocketApi};
+use crate::catalog::{self, SocketApi, Walk};
 use crate::facts::mounts::{MountClass, MountFacts};
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
 use crate::util::http1::{self, Request, Response, Timed, Version};
 use crate::util::redact::redact;
 use crate::util::socket::connect_unix;
+use crate::util::walk::{self, Dir, Order, Step, Visit, Walker};
 
 /// Per request. /_ping is answered at once by every engine, so a socket
 /// silent for a second is not answering; podman's /version takes ~0.4 s even
@@ -30,14 +33,6 @@ const MAX_ANSWER: usize = 256 * 1024;
 /// Sockets sit near the top of a runtime dir; a repo can hold millions of files.
 const WALK_DEPTH: usize = 4;
 const WALK_ENTRIES: usize = 20_000;
-const SKIP_DIRS: &[&str] = &[
-    ".git",
-    "node_modules",
-    "target",
-    ".cache",
-    "vendor",
-    "__pycache__",
-];
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SocketProbe {
@@ -170,41 +165,47 @@ fn env_candidates(host: &Host, out: &mut Vec<Candidate>, tcp: &mut Vec<(String, 
 
 /// The sockets under `mount_point`, and how many entries that took; the
 /// flag is false when the budget or the deadline ended the search first.
+/// Depth first, the order the sockets have always been listed in;
+/// directories down to WALK_DEPTH - 1 are listed.
 fn walk_for_sockets(
     host: &Host,
     mount_point: &Path,
     deadline: Instant,
     found: &mut Vec<PathBuf>,
 ) -> (bool, usize) {
-    let mut stack = vec![(mount_point.to_path_buf(), 0usize)];
-    let mut seen = 0usize;
-    let mut dirs = 0usize;
-    while let Some((dir, depth)) = stack.pop() {
-        dirs += 1;
-        if dirs % 64 == 0 && Instant::now() > deadline {
-            return (false, seen);
+    let budget = walk::Budget {
+        entries: WALK_ENTRIES,
+        depth: WALK_DEPTH - 1,
+        queued: usize::MAX,
+    };
+    let w = Walker::new(Order::DepthFirst, catalog::prune(Walk::Sockets), deadline).walk(
+        host,
+        mount_point,
+        budget,
+        (),
+        &mut SocketSearch { found },
+    );
+    (w.stop.is_none(), w.entries)
+}
+
+/// The socket search's part: every socket it meets.
+struct SocketSearch<'a> {
+    found: &'a mut Vec<PathBuf>,
+}
+
+impl Visit for SocketSearch<'_> {
+    type Mark = ();
+
+    fn entry(&mut self, dir: &Dir<'_, ()>, name: &OsStr, ft: FileType) -> Step {
+        if ft.is_socket() {
+            self.found.push(dir.path.join(name));
         }
-        let Ok(rd) = std::fs::read_dir(host.path(&dir)) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            seen += 1;
-            if seen > WALK_ENTRIES || (seen % 1024 == 0 && Instant::now() > deadline) {
-                return (false, seen - 1);
-            }
-            let Ok(ft) = e.file_type() else { continue };
-            // Most entries are neither: no path is built for them.
-            if ft.is_socket() {
-                found.push(dir.join(e.file_name()));
-            } else if ft.is_dir() && depth + 1 < WALK_DEPTH {
-                let name = e.file_name();
-                if !SKIP_DIRS.iter().any(|s| name == *s) {
-                    stack.push((dir.join(name), depth + 1));
-                }
-            }
+        if ft.is_dir() {
+            Step::Descend
+        } else {
+            Step::Next
         }
     }
-    (true, seen)
 }
 
 pub fn collect(host: &Host, mounts: Option<&MountFacts>, deadline: Instant) -> SocketFacts {

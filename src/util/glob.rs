@@ -1,6 +1,11 @@
 //! The one glob: `*` matches any run of characters within one path
 //! component, and nothing else is special. The catalogs (devices, kernel
-//! interfaces, sockets, credentials, artifacts) and the policy all use it.
+//! interfaces, sockets, credentials, artifacts, the prune list) and the
+//! policy all use it; `PathEnds` matches many such path patterns against
+//! the end of a path, as the walks need.
+
+use std::collections::HashMap;
+use std::path::{Component, Path};
 
 /// `*`-glob of one path component, without allocating: the walk calls it
 /// for every file name it meets.
@@ -78,4 +83,169 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
         return Some(0);
     }
     hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// `pattern` (components joined by `/`, each a `matches_component` glob)
+/// against the last components of `path`.
+pub fn suffix_match(pattern: &str, path: &[&str]) -> bool {
+    let pc: Vec<&str> = pattern.split('/').collect();
+    if pc.len() > path.len() {
+        return false;
+    }
+    let tail = &path[path.len() - pc.len()..];
+    pc.iter().zip(tail).all(|(p, x)| matches_component(p, x))
+}
+
+/// The normal components of `p`, as strings.
+pub fn comps(p: &Path) -> Vec<String> {
+    p.components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// FNV-1a: the exact-name index is hashed once per name a walk meets,
+/// and SipHash's flood resistance buys nothing against a catalog of fixed
+/// keys (a crafted tree can only make its own lookups collide).
+#[derive(Default)]
+pub struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type FnvMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
+
+/// Path patterns matched against the end of a path (`suffix_match`),
+/// indexed by their last component, so a walk pays one hash lookup per
+/// name plus the few globbed names, and a pattern's parent component is
+/// checked against the directory's name before the whole path is built.
+pub struct PathEnds {
+    pats: Vec<Vec<String>>,
+    excludes: Vec<Vec<Glob>>,
+    /// The last component and the one before it, compiled.
+    last: Vec<Glob>,
+    parent: Vec<Option<Glob>>,
+    exact: FnvMap<String, Vec<usize>>,
+    globbed: Vec<usize>,
+}
+
+impl PathEnds {
+    /// Each pattern with the names it does not apply to.
+    pub fn new<'a>(items: impl Iterator<Item = (&'a str, &'a [String])>) -> PathEnds {
+        let mut m = PathEnds {
+            pats: Vec::new(),
+            excludes: Vec::new(),
+            last: Vec::new(),
+            parent: Vec::new(),
+            exact: FnvMap::default(),
+            globbed: Vec::new(),
+        };
+        for (i, (p, ex)) in items.enumerate() {
+            let comps: Vec<String> = p.split('/').map(str::to_string).collect();
+            let last = comps.last().cloned().unwrap_or_default();
+            if last.contains('*') {
+                m.globbed.push(i);
+            } else {
+                m.exact.entry(last.clone()).or_default().push(i);
+            }
+            m.last.push(Glob::new(&last));
+            m.parent
+                .push((comps.len() >= 2).then(|| Glob::new(&comps[comps.len() - 2])));
+            m.pats.push(comps);
+            m.excludes.push(ex.iter().map(|e| Glob::new(e)).collect());
+        }
+        m
+    }
+
+    /// Patterns without excludes.
+    pub fn of<'a>(patterns: impl Iterator<Item = &'a str>) -> PathEnds {
+        PathEnds::new(patterns.map(|p| (p, &[][..])))
+    }
+
+    /// The first pattern (in the order given) that `name`, in a directory
+    /// called `parent`, matches; `comps` gives the whole path when needed.
+    pub fn first(
+        &self,
+        name: &str,
+        parent: &str,
+        comps: &mut dyn FnMut() -> Vec<String>,
+    ) -> Option<usize> {
+        let exact = self.exact.get(name).map(Vec::as_slice).unwrap_or(&[]);
+        let globbed = self
+            .globbed
+            .iter()
+            .copied()
+            .filter(|i| self.last[*i].matches(name.as_bytes()));
+        let mut hits: Vec<usize> = Vec::new();
+        for i in exact.iter().copied().chain(globbed) {
+            let parent_ok = self.parent[i]
+                .as_ref()
+                .is_none_or(|g| g.matches(parent.as_bytes()));
+            if parent_ok && !self.excludes[i].iter().any(|e| e.matches(name.as_bytes())) {
+                hits.push(i);
+            }
+        }
+        if hits.is_empty() {
+            return None;
+        }
+        hits.sort_unstable();
+        let mut full: Option<Vec<String>> = None;
+        for i in hits {
+            if self.pats[i].len() <= 2 {
+                return Some(i);
+            }
+            let c = full.get_or_insert_with(&mut *comps);
+            let refs: Vec<&str> = c.iter().map(String::as_str).collect();
+            if suffix_match(&self.pats[i].join("/"), &refs) {
+                return Some(i);
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suffixes() {
+        assert!(suffix_match(
+            ".aws/credentials",
+            &["home", "a", ".aws", "credentials"]
+        ));
+        assert!(!suffix_match(".aws/credentials", &["credentials"]));
+        assert!(suffix_match(".ssh/*", &["root", ".ssh", "deploy"]));
+        assert!(suffix_match("*.pem", &["x.pem"]));
+        for (p, x, want) in [
+            ("*TOKEN", "GH_TOKEN", true),
+            ("*TOKEN", "TOKENS", false),
+            ("*_TOKEN_*", "A_TOKEN_B", true),
+            ("*_TOKEN_*", "A_TOKEN", false),
+            ("a*b*c", "aXXbYYc", true),
+            (".env.*", ".env", false),
+            (".env.*", ".env.local", true),
+            ("id_*", "id_rsa", true),
+            ("x", "x", true),
+        ] {
+            assert_eq!(matches_component(p, x), want, "{p} {x}");
+            assert_eq!(matches_path(p, x), want, "{p} {x}");
+        }
+    }
 }

@@ -11,4 +11,5 @@ pub mod redact;
 pub mod sanitize;
 pub mod socket;
 pub mod text;
+pub mod walk;
 pub mod workers;

@@ -2,7 +2,8 @@
 //! and agent checks): every home, the workspace and every host mount. The
 //! standard places under each home are looked at directly, so a large home
 //! never hides ~/.aws/credentials; then a breadth-first walk with budgets
-//! on entries, depth and time, pruning probes/credentials.toml [walk] prune.
+//! on entries, depth and time (src/util/walk.rs), pruning the catalog's
+//! prune list (src/catalog.rs PRUNE).
 //!
 //! The walk never follows a symlink into a directory; a symlinked file is
 //! checked only when it resolves inside the root being searched. Nothing
@@ -11,11 +12,12 @@
 //! O_NOFOLLOW|O_NONBLOCK (and O_NOATIME where allowed) and read only as far
 //! as its rule needs.
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::fs::{File, Metadata};
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
+use std::fs::{File, FileType, Metadata};
 use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use nix::fcntl::OFlag;
@@ -26,15 +28,15 @@ use serde_json::Value;
 use super::helpers::{self, Helper};
 use super::history::{self, History};
 use super::packages::{self, PackageTree, TreeMatcher};
-use super::rules::{
-    credentials, env_secrets, suffix_match, url_userinfo, Check, Entries, FileRule, Protocol,
-};
+use super::rules::{credentials, env_secrets, url_userinfo, Check, Entries, FileRule, Protocol};
 use super::structured;
 use super::tokens::{self, Token};
 use super::MountIndex;
+use crate::catalog::{self, Walk};
 use crate::facts::users::Users;
 use crate::host::Host;
-use crate::util::glob::{matches_component, Glob};
+use crate::util::glob::{comps, matches_component, PathEnds};
+use crate::util::walk::{self, resolve_in_scope, Dir, Order, Step, Stop, Visit, Walker};
 
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Budget {
@@ -207,128 +209,11 @@ struct Candidate {
     tree: Option<usize>,
 }
 
-/// FNV-1a: the exact-name index is hashed once per name the walk meets,
-/// and SipHash's flood resistance buys nothing against a catalog of fixed
-/// keys (a crafted tree can only make its own lookups collide).
-#[derive(Default)]
-pub struct Fnv(u64);
-
-impl std::hash::Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for b in bytes {
-            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-}
-
-type FnvMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
-
-/// Catalog paths indexed by their last component, so the walk pays one
-/// hash lookup per file name plus the few globbed names, and a pattern's
-/// parent component is checked against the directory's name before the
-/// whole path is built.
-struct Matcher {
-    pats: Vec<Vec<String>>,
-    excludes: Vec<Vec<Glob>>,
-    /// The last component and the one before it, compiled.
-    last: Vec<Glob>,
-    parent: Vec<Option<Glob>>,
-    exact: FnvMap<String, Vec<usize>>,
-    globbed: Vec<usize>,
-}
-
-impl Matcher {
-    fn new<'a>(items: impl Iterator<Item = (&'a str, &'a [String])>) -> Matcher {
-        let mut m = Matcher {
-            pats: Vec::new(),
-            excludes: Vec::new(),
-            last: Vec::new(),
-            parent: Vec::new(),
-            exact: FnvMap::default(),
-            globbed: Vec::new(),
-        };
-        for (i, (p, ex)) in items.enumerate() {
-            let comps: Vec<String> = p.split('/').map(str::to_string).collect();
-            let last = comps.last().cloned().unwrap_or_default();
-            if last.contains('*') {
-                m.globbed.push(i);
-            } else {
-                m.exact.entry(last.clone()).or_default().push(i);
-            }
-            m.last.push(Glob::new(&last));
-            m.parent
-                .push((comps.len() >= 2).then(|| Glob::new(&comps[comps.len() - 2])));
-            m.pats.push(comps);
-            m.excludes.push(ex.iter().map(|e| Glob::new(e)).collect());
-        }
-        m
-    }
-
-    /// The first pattern (in catalog order) that `name`, in a directory
-    /// called `parent`, matches; `comps` gives the whole path when needed.
-    fn first(
-        &self,
-        name: &str,
-        parent: &str,
-        comps: &mut dyn FnMut() -> Vec<String>,
-    ) -> Option<usize> {
-        let exact = self.exact.get(name).map(Vec::as_slice).unwrap_or(&[]);
-        let globbed = self
-            .globbed
-            .iter()
-            .copied()
-            .filter(|i| self.last[*i].matches(name.as_bytes()));
-        let mut hits: Vec<usize> = Vec::new();
-        for i in exact.iter().copied().chain(globbed) {
-            let parent_ok = self.parent[i]
-                .as_ref()
-                .is_none_or(|g| g.matches(parent.as_bytes()));
-            if parent_ok && !self.excludes[i].iter().any(|e| e.matches(name.as_bytes())) {
-                hits.push(i);
-            }
-        }
-        if hits.is_empty() {
-            return None;
-        }
-        hits.sort_unstable();
-        let mut full: Option<Vec<String>> = None;
-        for i in hits {
-            if self.pats[i].len() <= 2 {
-                return Some(i);
-            }
-            let c = full.get_or_insert_with(&mut *comps);
-            let refs: Vec<&str> = c.iter().map(String::as_str).collect();
-            if suffix_match(&self.pats[i].join("/"), &refs) {
-                return Some(i);
-            }
-        }
-        None
-    }
-}
-
 fn parent_name(p: &Path) -> String {
     p.parent()
         .and_then(Path::file_name)
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
-}
-
-pub fn comps(p: &Path) -> Vec<String> {
-    p.components()
-        .filter_map(|c| match c {
-            Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
-            _ => None,
-        })
-        .collect()
 }
 
 pub struct Search<'a> {
@@ -337,23 +222,19 @@ pub struct Search<'a> {
     users: &'a Users,
     walk_deadline: Instant,
     deadline: Instant,
-    visited: HashSet<(u64, u64)>,
     cand_paths: HashSet<PathBuf>,
     cands: Vec<Candidate>,
     /// Sockets with an agent's name found by the walk, with where.
     pub sockets: Vec<(PathBuf, String, Option<Protocol>)>,
     pub facts: SearchFacts,
     total: usize,
-    /// Directories listed so far, against MAX_DIRS.
-    dirs: usize,
     /// The most components any file or history pattern has: below that
     /// depth a path and its host alias end the same way, so the alias
     /// need not be matched again.
     max_comps: usize,
-    files: Matcher,
-    histories: Matcher,
-    prune: Matcher,
-    agents: Matcher,
+    files: PathEnds,
+    histories: PathEnds,
+    agents: PathEnds,
     trees: TreeMatcher,
 }
 
@@ -374,7 +255,6 @@ impl<'a> Search<'a> {
             users,
             walk_deadline,
             deadline,
-            visited: HashSet::new(),
             cand_paths: HashSet::new(),
             cands: Vec::new(),
             sockets: Vec::new(),
@@ -393,7 +273,6 @@ impl<'a> Search<'a> {
                 ..SearchFacts::default()
             },
             total: 0,
-            dirs: 0,
             max_comps: cat
                 .file
                 .iter()
@@ -402,14 +281,13 @@ impl<'a> Search<'a> {
                 .map(|p| p.split('/').count())
                 .max()
                 .unwrap_or(1),
-            files: Matcher::new(
+            files: PathEnds::new(
                 cat.file
                     .iter()
                     .map(|f| (f.path.as_str(), f.exclude.as_slice())),
             ),
-            histories: Matcher::new(cat.history.iter().map(|h| (h.path.as_str(), NO_EXCLUDES))),
-            prune: Matcher::new(cat.walk.prune.iter().map(|p| (p.as_str(), NO_EXCLUDES))),
-            agents: Matcher::new(
+            histories: PathEnds::new(cat.history.iter().map(|h| (h.path.as_str(), NO_EXCLUDES))),
+            agents: PathEnds::new(
                 cat.walk
                     .agent_sockets
                     .iter()
@@ -603,19 +481,22 @@ impl<'a> Search<'a> {
         }
     }
 
-    /// Breadth first, so a budget that runs out leaves the shallow places,
-    /// where credentials sit, examined.
-    pub fn walk(&mut self, root: &Root) {
+    /// The walker for this search's roots: breadth first, so a budget that
+    /// runs out leaves the shallow places, where credentials sit,
+    /// examined; one visited set and MAX_DIRS over all roots.
+    pub fn walker(&self) -> Walker<'static> {
+        Walker::new(
+            Order::BreadthFirst,
+            catalog::prune(Walk::Credentials),
+            self.walk_deadline,
+        )
+        .max_dirs(MAX_DIRS)
+    }
+
+    /// Walks one root with `walker` (from `Search::walker`, the same for
+    /// every root), and records how far it got in the facts.
+    pub fn walk(&mut self, walker: &mut Walker, root: &Root) {
         let started = Instant::now();
-        let mut st = RootStat {
-            path: root.path.to_string_lossy().into_owned(),
-            origin: root.origin.clone(),
-            entries: 0,
-            dirs: 0,
-            depth_reached: 0,
-            elapsed_us: 0,
-            truncated: None,
-        };
         // A root can itself be a package tree (a mount of a cargo registry).
         let root_name = root
             .path
@@ -625,194 +506,49 @@ impl<'a> Search<'a> {
         let root_tree = self.enter_tree(&root.path, &root_name, &root.origin, &mut || {
             comps(&root.path)
         });
-        let mut queue = VecDeque::from([(root.path.clone(), 0usize, root_tree)]);
-        let mut popped = 0usize;
-        'dirs: while let Some((dir, depth, tree)) = queue.pop_front() {
-            // Per directory too: a tree of empty or unreadable directories
-            // has few entries per listing, and the entry check is sparse.
-            popped += 1;
-            if popped % 64 == 0 && Instant::now() > self.walk_deadline {
-                st.truncated = Some("time budget reached".into());
-                break 'dirs;
+        let budget = walk::Budget {
+            entries: root
+                .budget
+                .entries
+                .min(TOTAL_ENTRIES.saturating_sub(self.total)),
+            depth: root.budget.depth,
+            queued: MAX_QUEUED,
+        };
+        let host = self.host;
+        let w = walker.walk(
+            host,
+            &root.path,
+            budget,
+            root_tree,
+            &mut RootWalk { s: self, root },
+        );
+        // The entry that overran an entry budget was read, and the search
+        // has always counted it.
+        let entries = w.entries + usize::from(w.stop == Some(Stop::Entries));
+        let truncated = w.stop.map(|s| match s {
+            Stop::Entries if w.entries >= root.budget.entries => {
+                format!("entry budget of {} reached", root.budget.entries)
             }
-            if self.dirs >= MAX_DIRS {
-                st.truncated = Some(format!(
-                    "the run's budget of {MAX_DIRS} directories reached"
-                ));
-                break 'dirs;
+            Stop::Entries => format!("the run's entry budget of {TOTAL_ENTRIES} reached"),
+            Stop::Deadline => "time budget reached".into(),
+            Stop::Dirs => format!("the run's budget of {MAX_DIRS} directories reached"),
+            Stop::Queued { depth } => {
+                format!("more than {MAX_QUEUED} directories waiting at depth {depth}")
             }
-            let hp = self.host.path(&dir);
-            let meta = match std::fs::symlink_metadata(&hp) {
-                Ok(m) if m.is_dir() => m,
-                // A root that is a symlink (/workspaces/app -> /src/app) is
-                // followed, as long as it stays inside the probed tree.
-                Ok(m) if depth == 0 && m.file_type().is_symlink() => {
-                    match resolve_in_scope(&hp, self.host.root()) {
-                        Some((_, m)) if m.is_dir() => m,
-                        _ => continue,
-                    }
-                }
-                _ => continue,
-            };
-            if !self.visited.insert((meta.dev(), meta.ino())) {
-                continue;
-            }
-            if self.mounts.is_pseudo(&dir) {
-                self.facts.pruned += 1;
-                continue;
-            }
-            let rd = match std::fs::read_dir(&hp) {
-                Ok(rd) => rd,
-                Err(e) => {
-                    if e.kind() == io::ErrorKind::PermissionDenied {
-                        self.facts.denied += 1;
-                        Self::note(
-                            &mut self.facts.denied_examples,
-                            dir.to_string_lossy().into_owned(),
-                        );
-                    }
-                    continue;
-                }
-            };
-            st.dirs += 1;
-            self.dirs += 1;
-            st.depth_reached = st.depth_reached.max(depth);
-            let shallow = depth + 1 < self.max_comps;
-            let mut dir_comps: Option<Vec<String>> = None;
-            let dir_name = dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            for ent in rd {
-                let Ok(ent) = ent else { continue };
-                st.entries += 1;
-                self.total += 1;
-                if st.entries > root.budget.entries {
-                    st.truncated = Some(format!("entry budget of {} reached", root.budget.entries));
-                    break 'dirs;
-                }
-                if self.total > TOTAL_ENTRIES {
-                    st.truncated =
-                        Some(format!("the run's entry budget of {TOTAL_ENTRIES} reached"));
-                    break 'dirs;
-                }
-                if st.entries % 1024 == 0 && Instant::now() > self.walk_deadline {
-                    st.truncated = Some("time budget reached".into());
-                    break 'dirs;
-                }
-                let Ok(ft) = ent.file_type() else { continue };
-                let name = ent.file_name();
-                let name_s = name.to_string_lossy();
-                if ft.is_dir() {
-                    let pruned = self
-                        .prune
-                        .first(&name_s, &dir_name, &mut || {
-                            let mut c = dir_comps.get_or_insert_with(|| comps(&dir)).clone();
-                            c.push(name_s.to_string());
-                            c
-                        })
-                        .is_some();
-                    if pruned {
-                        self.facts.pruned += 1;
-                        if name_s == ".git" {
-                            // Pruned, but its config can hold a remote URL with a token.
-                            let cfg = dir.join(".git/config");
-                            let alias = root
-                                .alias
-                                .as_ref()
-                                .and_then(|a| cfg.strip_prefix(&root.path).ok().map(|r| a.join(r)));
-                            self.consider(&cfg, alias.as_deref(), &root.origin, &root.path);
-                        }
-                        continue;
-                    }
-                    if depth + 1 > root.budget.depth {
-                        self.facts.depth_limited += 1;
-                        continue;
-                    }
-                    if queue.len() >= MAX_QUEUED {
-                        st.truncated = Some(format!(
-                            "more than {MAX_QUEUED} directories waiting at depth {}",
-                            depth + 1
-                        ));
-                        break 'dirs;
-                    }
-                    let sub = dir.join(&name);
-                    let sub_tree = tree.or_else(|| {
-                        let mut c = || {
-                            let mut c = dir_comps.get_or_insert_with(|| comps(&dir)).clone();
-                            c.push(name_s.to_string());
-                            c
-                        };
-                        self.enter_tree(&sub, &name_s, &root.origin, &mut c)
-                    });
-                    queue.push_back((sub, depth + 1, sub_tree));
-                    continue;
-                }
-                let path = || dir.join(&name);
-                if ft.is_file() || ft.is_symlink() {
-                    let mut c = || {
-                        let mut c = dir_comps.get_or_insert_with(|| comps(&dir)).clone();
-                        c.push(name_s.to_string());
-                        c
-                    };
-                    let hit = self
-                        .files
-                        .first(&name_s, &dir_name, &mut c)
-                        .map(What::File)
-                        .or_else(|| {
-                            self.histories
-                                .first(&name_s, &dir_name, &mut c)
-                                .map(What::History)
-                        });
-                    // Deeper down, the alias ends with the same components
-                    // as the path, and the path did not match.
-                    let hit = hit.or_else(|| {
-                        let alias = root.alias.as_ref().filter(|_| shallow)?;
-                        let p = path();
-                        let rel = p.strip_prefix(&root.path).ok()?;
-                        let a = alias.join(rel);
-                        self.classify(&a, None)
-                    });
-                    if let Some(w) = hit {
-                        self.push_in(path(), w, &root.origin, &root.path, tree);
-                    }
-                } else if ft.is_socket() && self.agents.first(&name_s, "", &mut Vec::new).is_some()
-                {
-                    let hint = if name_s.starts_with("S.gpg-agent") && !name_s.ends_with(".ssh") {
-                        Some(Protocol::Gpg)
-                    } else {
-                        Some(Protocol::Ssh)
-                    };
-                    self.sockets.push((
-                        path(),
-                        format!("found under {}", root.path.display()),
-                        hint,
-                    ));
-                } else {
-                    // A FIFO, socket or device where a credential could be
-                    // (id_rsa, .ssh/id_ed25519): its name is noted, it is
-                    // never opened.
-                    let mut c = || {
-                        let mut c = dir_comps.get_or_insert_with(|| comps(&dir)).clone();
-                        c.push(name_s.to_string());
-                        c
-                    };
-                    let named = self.files.first(&name_s, &dir_name, &mut c).is_some()
-                        || self.histories.first(&name_s, &dir_name, &mut c).is_some();
-                    if named {
-                        self.facts.special_skipped += 1;
-                        Self::note(
-                            &mut self.facts.special_examples,
-                            path().to_string_lossy().into_owned(),
-                        );
-                    }
-                }
-            }
-        }
-        st.elapsed_us = started.elapsed().as_micros();
-        self.facts.entries += st.entries;
-        self.facts.dirs += st.dirs;
-        self.facts.roots.push(st);
+        });
+        self.total += entries;
+        self.facts.depth_limited += w.depth_limited;
+        self.facts.entries += entries;
+        self.facts.dirs += w.listed;
+        self.facts.roots.push(RootStat {
+            path: root.path.to_string_lossy().into_owned(),
+            origin: root.origin.clone(),
+            entries,
+            dirs: w.listed,
+            depth_reached: w.depth_reached,
+            elapsed_us: started.elapsed().as_micros(),
+            truncated,
+        });
     }
 
     /// Opens and judges every candidate, within the deadline and MAX_CHECKS.
@@ -988,6 +724,130 @@ impl<'a> Search<'a> {
     }
 }
 
+/// One root's walk, as the walker sees it: the search's matchers and
+/// facts, and the root whose origin and host alias its files get.
+struct RootWalk<'s, 'a> {
+    s: &'s mut Search<'a>,
+    root: &'s Root,
+}
+
+impl Visit for RootWalk<'_, '_> {
+    /// The package tree a directory is in (an index into facts.package_trees).
+    type Mark = Option<usize>;
+
+    fn enter(&mut self, dir: &Dir<'_, Self::Mark>) -> bool {
+        if self.s.mounts.is_pseudo(dir.path) {
+            self.s.facts.pruned += 1;
+            return false;
+        }
+        true
+    }
+
+    fn unlisted(&mut self, dir: &Dir<'_, Self::Mark>, err: &io::Error) {
+        if err.kind() == io::ErrorKind::PermissionDenied {
+            self.s.facts.denied += 1;
+            Search::note(
+                &mut self.s.facts.denied_examples,
+                dir.path.to_string_lossy().into_owned(),
+            );
+        }
+    }
+
+    fn entry(&mut self, dir: &Dir<'_, Self::Mark>, name: &OsStr, ft: FileType) -> Step {
+        if ft.is_dir() {
+            return Step::Descend;
+        }
+        let name_s = name.to_string_lossy();
+        if ft.is_file() || ft.is_symlink() {
+            self.file(dir, name, &name_s);
+        } else if ft.is_socket() && self.s.agents.first(&name_s, "", &mut Vec::new).is_some() {
+            let hint = if name_s.starts_with("S.gpg-agent") && !name_s.ends_with(".ssh") {
+                Some(Protocol::Gpg)
+            } else {
+                Some(Protocol::Ssh)
+            };
+            self.s.sockets.push((
+                dir.path.join(name),
+                format!("found under {}", self.root.path.display()),
+                hint,
+            ));
+        } else {
+            // A FIFO, socket or device where a credential could be
+            // (id_rsa, .ssh/id_ed25519): its name is noted, it is never
+            // opened.
+            let s = &*self.s;
+            let mut c = || dir.comps_with(&name_s);
+            let named = s.files.first(&name_s, &dir.name, &mut c).is_some()
+                || s.histories.first(&name_s, &dir.name, &mut c).is_some();
+            if named {
+                self.s.facts.special_skipped += 1;
+                Search::note(
+                    &mut self.s.facts.special_examples,
+                    dir.path.join(name).to_string_lossy().into_owned(),
+                );
+            }
+        }
+        Step::Next
+    }
+
+    fn pruned(&mut self, dir: &Dir<'_, Self::Mark>, name: &OsStr) {
+        self.s.facts.pruned += 1;
+        if name == ".git" {
+            // Pruned, but its config can hold a remote URL with a token.
+            let cfg = dir.path.join(".git/config");
+            let alias = self
+                .root
+                .alias
+                .as_ref()
+                .and_then(|a| cfg.strip_prefix(&self.root.path).ok().map(|r| a.join(r)));
+            self.s
+                .consider(&cfg, alias.as_deref(), &self.root.origin, &self.root.path);
+        }
+    }
+
+    fn mark(&mut self, dir: &Dir<'_, Self::Mark>, name: &OsStr, path: &Path) -> Self::Mark {
+        dir.mark.or_else(|| {
+            let name_s = name.to_string_lossy();
+            self.s
+                .enter_tree(path, &name_s, &self.root.origin, &mut || {
+                    dir.comps_with(&name_s)
+                })
+        })
+    }
+}
+
+impl RootWalk<'_, '_> {
+    /// A regular file or a symlink: a candidate when a rule matches its
+    /// path, or (near the root) the same path as the host sees it.
+    fn file(&mut self, dir: &Dir<'_, Option<usize>>, name: &OsStr, name_s: &str) {
+        let s = &*self.s;
+        let mut c = || dir.comps_with(name_s);
+        let hit = s
+            .files
+            .first(name_s, &dir.name, &mut c)
+            .map(What::File)
+            .or_else(|| {
+                s.histories
+                    .first(name_s, &dir.name, &mut c)
+                    .map(What::History)
+            });
+        // Deeper down, the alias ends with the same components as the
+        // path, and the path did not match.
+        let shallow = dir.depth + 1 < s.max_comps;
+        let hit = hit.or_else(|| {
+            let alias = self.root.alias.as_ref().filter(|_| shallow)?;
+            let p = dir.path.join(name);
+            let rel = p.strip_prefix(&self.root.path).ok()?;
+            s.classify(&alias.join(rel), None)
+        });
+        if let Some(w) = hit {
+            let (origin, scope) = (&self.root.origin, &self.root.path);
+            self.s
+                .push_in(dir.path.join(name), w, origin, scope, *dir.mark);
+        }
+    }
+}
+
 /// What checking the candidates produced beside the files themselves.
 #[derive(Debug, Default)]
 pub struct Checked {
@@ -1006,17 +866,6 @@ fn readable(p: &Path) -> bool {
         nix::fcntl::AtFlags::AT_EACCESS,
     )
     .is_ok()
-}
-
-/// The symlink at `hp`, resolved, if it stays under `scope`.
-fn resolve_in_scope(hp: &Path, scope: &Path) -> Option<(PathBuf, Metadata)> {
-    let real = std::fs::canonicalize(hp).ok()?;
-    let scope = std::fs::canonicalize(scope).ok()?;
-    if !real.starts_with(&scope) {
-        return None;
-    }
-    let meta = std::fs::symlink_metadata(&real).ok()?;
-    Some((real, meta))
 }
 
 /// Opens a regular file for reading without following a final symlink,
@@ -1372,6 +1221,7 @@ pub fn confirm(rule: &FileRule, head: &[u8], size: u64, path: &str) -> Details {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::glob::Glob;
 
     #[test]
     fn private_key_headers() {
@@ -1472,12 +1322,16 @@ mod tests {
         let users = Users::collect(&host, None);
         let far = Instant::now() + std::time::Duration::from_secs(30);
         let mut s = Search::new(&host, &idx, &users, far, far);
-        s.walk(&Root {
-            path: PathBuf::from("/ws"),
-            origin: "workspace".into(),
-            alias: None,
-            budget: Budget { entries, depth: 12 },
-        });
+        let mut walker = s.walker();
+        s.walk(
+            &mut walker,
+            &Root {
+                path: PathBuf::from("/ws"),
+                origin: "workspace".into(),
+                alias: None,
+                budget: Budget { entries, depth: 12 },
+            },
+        );
         let _ = std::fs::remove_dir_all(&dir);
         s.facts.roots.remove(0)
     }
@@ -1504,7 +1358,7 @@ mod tests {
                     .split('/')
                     .chain(f.exclude.iter().map(String::as_str))
             })
-            .chain(cat.walk.prune.iter().flat_map(|p| p.split('/')))
+            .chain(catalog::PRUNE.iter().flat_map(|p| p.split('/')))
             .chain(["a*b*c", "*a*a*", "*", "**", "x*"])
             .collect();
         let names = [
@@ -1544,7 +1398,7 @@ mod tests {
 
     #[test]
     fn matcher_prefers_catalog_order_and_excludes() {
-        let m = Matcher::new(
+        let m = PathEnds::new(
             credentials()
                 .file
                 .iter()

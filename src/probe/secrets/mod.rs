@@ -319,8 +319,9 @@ pub fn collect(
         }
     }
     roots.extend(homes.iter().cloned());
+    let mut walker = search.walker();
     for r in &roots {
-        search.walk(r);
+        search.walk(&mut walker, r);
     }
     search.facts.walk_us = walk_started.elapsed().as_micros();
     let secs = walk_started.elapsed().as_secs_f64();

@@ -19,11 +19,10 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 
 use super::files::CredFile;
-use super::rules::suffix_match;
 use crate::facts::mounts::MountClass;
 use crate::finding::{Finding, Severity};
 use crate::host::Host;
-use crate::util::glob::{matches_component, Glob};
+use crate::util::glob::{matches_component, suffix_match, Glob};
 
 pub const PACKAGE_TREES_TOML: &str = include_str!("../../../probes/package-trees.toml");
 
@@ -283,7 +282,7 @@ mod tests {
     fn kind_of(m: &TreeMatcher, host: &Host, p: &str) -> Option<String> {
         let path = Path::new(p);
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        m.tree_of(host, path, &name, &mut || super::super::files::comps(path))
+        m.tree_of(host, path, &name, &mut || crate::util::glob::comps(path))
             .map(|i| rules()[i].kind.clone())
     }
 

@@ -122,7 +122,6 @@ pub struct Git {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Walk {
-    pub prune: Vec<String>,
     pub agent_sockets: Vec<String>,
 }
 
@@ -283,17 +282,6 @@ pub fn env_secrets() -> &'static EnvSecrets {
 pub fn credentials() -> &'static Credentials {
     static C: OnceLock<Credentials> = OnceLock::new();
     C.get_or_init(|| parse("credentials.toml", CREDENTIALS_TOML))
-}
-
-/// Whether the last components of `path` match `pattern` ("a/b*" matches
-/// ".../a/bc"), one component at a time.
-pub fn suffix_match(pattern: &str, path: &[&str]) -> bool {
-    let pc: Vec<&str> = pattern.split('/').collect();
-    if pc.len() > path.len() {
-        return false;
-    }
-    let tail = &path[path.len() - pc.len()..];
-    pc.iter().zip(tail).all(|(p, x)| matches_component(p, x))
 }
 
 /// What one rule found: the kind of secret and how it was recognised. The
@@ -761,30 +749,5 @@ mod tests {
             .is_none());
         assert!(e.line_hit("setenv API_KEY q8Zr2mVx9Lk3").is_some());
         assert!(e.line_hit("cargo build --release").is_none());
-    }
-
-    #[test]
-    fn suffixes() {
-        assert!(suffix_match(
-            ".aws/credentials",
-            &["home", "a", ".aws", "credentials"]
-        ));
-        assert!(!suffix_match(".aws/credentials", &["credentials"]));
-        assert!(suffix_match(".ssh/*", &["root", ".ssh", "deploy"]));
-        assert!(suffix_match("*.pem", &["x.pem"]));
-        for (p, x, want) in [
-            ("*TOKEN", "GH_TOKEN", true),
-            ("*TOKEN", "TOKENS", false),
-            ("*_TOKEN_*", "A_TOKEN_B", true),
-            ("*_TOKEN_*", "A_TOKEN", false),
-            ("a*b*c", "aXXbYYc", true),
-            (".env.*", ".env", false),
-            (".env.*", ".env.local", true),
-            ("id_*", "id_rsa", true),
-            ("x", "x", true),
-        ] {
-            assert_eq!(matches_component(p, x), want, "{p} {x}");
-            assert_eq!(crate::util::glob::matches_path(p, x), want, "{p} {x}");
-        }
     }
 }

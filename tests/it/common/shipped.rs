@@ -38,7 +38,25 @@ fn build() -> PathBuf {
         .expect("the target directory")
         .join("release/selfprobe");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(&cargo)
+    let mut cmd = Command::new(&cargo);
+    // The variables cargo sets for a test process are not the shell's: ring's
+    // build script reruns when CARGO_PKG_NAME, CARGO_MANIFEST_DIR or OUT_DIR
+    // differ, so a release build made from the shell (README, .ci/run) would
+    // be built again here, and this one again there.
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy();
+        if k.starts_with("CARGO_PKG_")
+            || k.starts_with("CARGO_MANIFEST_")
+            || k.starts_with("CARGO_CRATE_")
+            || k.starts_with("CARGO_BIN_")
+            || k == "CARGO_PRIMARY_PACKAGE"
+            || k == "CARGO_TARGET_TMPDIR"
+            || k == "OUT_DIR"
+        {
+            cmd.env_remove(k.as_ref());
+        }
+    }
+    let status = cmd
         .args(["build", "--release", "--bin", "selfprobe"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .status()

@@ -550,7 +550,8 @@ pub fn self_sha256() -> Option<String> {
         }
         h.update(&buf[..n]);
     }
-    Some(crate::util::codec::hex(&h.finalize()))
+    // sha2's digest prints itself as lower-case hex.
+    Some(format!("{:x}", h.finalize()))
 }
 
 /// A random run id; falls back to a hash of time and pid where
@@ -566,7 +567,7 @@ pub fn run_id() -> String {
         h.update(format!("{:?}{}", SystemTime::now(), std::process::id()));
         bytes.copy_from_slice(&h.finalize()[..8]);
     }
-    crate::util::codec::hex(&bytes)
+    format!("{:016x}", u64::from_be_bytes(bytes))
 }
 
 /// Seconds since the epoch as an RFC 3339 UTC timestamp with milliseconds.

@@ -481,6 +481,17 @@ mod tests {
         )
     }
 
+    /// `walker` over /ws with the whole budget, seen by a fresh Log.
+    fn all_of_ws(walker: &mut Walker, t: &Tree) -> Walked {
+        walker.walk(
+            &t.host(),
+            Path::new("/ws"),
+            ALL,
+            String::new(),
+            &mut Log::default(),
+        )
+    }
+
     fn depth_of(p: &str) -> usize {
         p.matches('/').count()
     }
@@ -578,13 +589,7 @@ mod tests {
         assert_eq!(w.stop, Some(Stop::Queued { depth: 1 }));
 
         let mut walker = Walker::new(Order::BreadthFirst, prune(), far()).max_dirs(2);
-        let w = walker.walk(
-            &t.host(),
-            Path::new("/ws"),
-            ALL,
-            String::new(),
-            &mut Log::default(),
-        );
+        let w = all_of_ws(&mut walker, &t);
         assert_eq!((w.stop, w.listed), (Some(Stop::Dirs), 2));
 
         // A deadline already past ends the walk within 1,024 entries.
@@ -595,13 +600,7 @@ mod tests {
                 t.file(&format!("d{d}/f{f}"));
             }
         }
-        let w = Walker::new(Order::BreadthFirst, prune(), past).walk(
-            &t.host(),
-            Path::new("/ws"),
-            ALL,
-            String::new(),
-            &mut Log::default(),
-        );
+        let w = all_of_ws(&mut Walker::new(Order::BreadthFirst, prune(), past), &t);
         assert_eq!(w.stop, Some(Stop::Deadline));
         assert!(w.entries < 1024, "{w:?}");
     }
@@ -651,13 +650,7 @@ mod tests {
         );
         let mut forgetful = Walker::new(Order::BreadthFirst, prune(), far()).without_visited();
         for _ in 0..2 {
-            let w = forgetful.walk(
-                &t.host(),
-                Path::new("/ws"),
-                ALL,
-                String::new(),
-                &mut Log::default(),
-            );
+            let w = all_of_ws(&mut forgetful, &t);
             assert_eq!((w.listed, w.entries), (2, 6));
         }
         // A root that is a symlink is followed while it stays in the tree.

@@ -1246,13 +1246,18 @@ pub fn collect_artifacts(
             streaming: false,
         };
         // Depth first, the order the manifest has always been in;
-        // directories down to WALK_DEPTH - 1 are listed.
+        // directories down to WALK_DEPTH - 1 are listed. A walker per
+        // mount: a volume mounted twice is reported under each mount point.
+        // No visited set: the walk never enters a mount point (all_points),
+        // so it cannot meet a directory twice, and its memory stays bounded
+        // by MAX_PENDING however many directories it lists.
         let limits = walk::Budget {
             entries: budget,
             depth: WALK_DEPTH - 1,
             queued: MAX_PENDING,
         };
         let w = Walker::new(Order::DepthFirst, catalog::prune(Walk::Artifacts), deadline)
+            .without_visited()
             .walk(host, &mp, limits, None, &mut v);
         budget -= w.entries;
         for g in facts.groups.values_mut() {

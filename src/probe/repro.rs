@@ -939,7 +939,6 @@ impl Visit for WorkspaceWalk<'_> {
 impl WorkspaceWalk<'_> {
     /// The setup contracts, pins and manifests among one directory's names.
     fn read_dir_files(&mut self, dir: &Path, names: &[String]) {
-        let (host, f) = (self.host, &mut *self.f);
         let parent_name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
         // The recipe of the workspace's own container lives at its top or in
         // .devcontainer/ (one level of named configurations below it); a
@@ -949,75 +948,90 @@ impl WorkspaceWalk<'_> {
         let in_devc = rel.starts_with(".devcontainer") && rel.components().count() <= 2;
         for name in names {
             let p = dir.join(name);
-            let is_contract = (top || in_devc) && (name == "Containerfile" || name == "Dockerfile");
-            let devc =
-                (name == "devcontainer.json" && in_devc) || (name == ".devcontainer.json" && top);
-            let compose = top
-                && [
-                    "compose.yaml",
-                    "compose.yml",
-                    "docker-compose.yaml",
-                    "docker-compose.yml",
-                ]
-                .contains(&name.as_str());
-            if (is_contract || devc || compose) && f.setup_contract.len() < MAX_FOUND {
-                if f.setup_contract.iter().any(|c| Path::new(&c.path) == p) {
-                    continue;
-                }
-                let Some(real) = place::resolve(host, &p) else {
-                    continue;
-                };
-                if devc {
-                    let mut pins = Vec::new();
-                    let cs = read_devcontainer(host, &real, &mut pins);
-                    for mut c in cs {
-                        if c.path == real.to_string_lossy() {
-                            c.path = p.to_string_lossy().into_owned();
-                        }
-                        if !f.setup_contract.iter().any(|x| x.path == c.path) {
-                            f.setup_contract.push(c);
-                        }
-                    }
-                    f.tool_pins.extend(pins);
-                } else {
-                    let kind = if is_contract {
-                        "containerfile"
-                    } else {
-                        "compose"
-                    };
-                    let mut c = read_contract(host, &real, kind);
-                    c.path = p.to_string_lossy().into_owned();
-                    f.setup_contract.push(c);
-                }
-            }
-            if name == "flake.nix" && top {
-                f.setup_contract.push(ContractFile {
-                    path: p.to_string_lossy().into_owned(),
-                    kind: "nix-flake",
-                    images: Vec::new(),
-                    pins_image: false,
-                    error: None,
-                });
-            }
+            self.contract(&p, name, top, in_devc);
             let in_mise_dir = name == "config.toml"
                 && matches!(parent_name.as_deref(), Some(".mise") | Some("mise"));
-            if (PIN_FILES.contains(&name.as_str()) || in_mise_dir) && f.tool_pins.len() < MAX_FOUND
+            if (PIN_FILES.contains(&name.as_str()) || in_mise_dir)
+                && self.f.tool_pins.len() < MAX_FOUND
             {
-                if let Some(text) = place::resolve(host, &p).and_then(|r| host.read(r).ok()) {
-                    for (tool, version) in parse_pins(name, &text) {
-                        f.tool_pins.push(ToolPin {
-                            file: p.to_string_lossy().into_owned(),
-                            tool,
-                            floating: floating(&version),
-                            version,
-                        });
-                    }
-                }
+                self.pins(&p, name);
             }
             if let Some(eco) = ECOSYSTEMS.iter().find(|e| e.manifest == name) {
                 if self.manifests.len() < MAX_FOUND {
                     self.manifests.push((p.clone(), eco));
                 }
+            }
+        }
+    }
+
+    /// `p` (named `name`) as a setup contract: a Containerfile, a
+    /// devcontainer.json, a compose file or a flake, where it counts as
+    /// the workspace's own.
+    fn contract(&mut self, p: &Path, name: &str, top: bool, in_devc: bool) {
+        let (host, f) = (self.host, &mut *self.f);
+        let is_contract = (top || in_devc) && (name == "Containerfile" || name == "Dockerfile");
+        let devc =
+            (name == "devcontainer.json" && in_devc) || (name == ".devcontainer.json" && top);
+        let compose = top
+            && [
+                "compose.yaml",
+                "compose.yml",
+                "docker-compose.yaml",
+                "docker-compose.yml",
+            ]
+            .contains(&name);
+        if (is_contract || devc || compose) && f.setup_contract.len() < MAX_FOUND {
+            if f.setup_contract.iter().any(|c| Path::new(&c.path) == p) {
+                return;
+            }
+            let Some(real) = place::resolve(host, p) else {
+                return;
+            };
+            if devc {
+                let mut pins = Vec::new();
+                let cs = read_devcontainer(host, &real, &mut pins);
+                for mut c in cs {
+                    if c.path == real.to_string_lossy() {
+                        c.path = p.to_string_lossy().into_owned();
+                    }
+                    if !f.setup_contract.iter().any(|x| x.path == c.path) {
+                        f.setup_contract.push(c);
+                    }
+                }
+                f.tool_pins.extend(pins);
+            } else {
+                let kind = if is_contract {
+                    "containerfile"
+                } else {
+                    "compose"
+                };
+                let mut c = read_contract(host, &real, kind);
+                c.path = p.to_string_lossy().into_owned();
+                f.setup_contract.push(c);
+            }
+        }
+        if name == "flake.nix" && top {
+            f.setup_contract.push(ContractFile {
+                path: p.to_string_lossy().into_owned(),
+                kind: "nix-flake",
+                images: Vec::new(),
+                pins_image: false,
+                error: None,
+            });
+        }
+    }
+
+    /// The tool versions a pin file (`p`, named `name`) states.
+    fn pins(&mut self, p: &Path, name: &str) {
+        let host = self.host;
+        if let Some(text) = place::resolve(host, p).and_then(|r| host.read(r).ok()) {
+            for (tool, version) in parse_pins(name, &text) {
+                self.f.tool_pins.push(ToolPin {
+                    file: p.to_string_lossy().into_owned(),
+                    tool,
+                    floating: floating(&version),
+                    version,
+                });
             }
         }
     }

@@ -166,7 +166,8 @@ fn env_candidates(host: &Host, out: &mut Vec<Candidate>, tcp: &mut Vec<(String, 
 /// The sockets under `mount_point`, and how many entries that took; the
 /// flag is false when the budget or the deadline ended the search first.
 /// Depth first, the order the sockets have always been listed in;
-/// directories down to WALK_DEPTH - 1 are listed.
+/// directories down to WALK_DEPTH - 1 are listed; a walker (and visited
+/// set) per mount, so each mount's count is its own.
 fn walk_for_sockets(
     host: &Host,
     mount_point: &Path,

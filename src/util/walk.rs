@@ -8,7 +8,8 @@
 //!   entries (a tree of empty directories has few entries per listing);
 //! - a (dev, inode) set, so no directory is listed twice in one walker's
 //!   walks (a bind mount met again under another name), bounded by the
-//!   number of directories the walker may list;
+//!   number of directories the walker may list; a walk that never enters
+//!   a mount point cannot meet a directory twice, and may go without;
 //! - the prune list of src/catalog.rs (`catalog::prune`), and a hook for
 //!   what a walk prunes on its own (`Visit::entry` not descending);
 //! - what every walk promises: a symlink is never followed (only a root
@@ -178,7 +179,8 @@ pub struct Walker<'p> {
     /// The directories listed, as inode numbers per device: nearly all of
     /// a walk's directories share one device, so this keeps 8 bytes per
     /// directory rather than a 16-byte (dev, inode) pair.
-    visited: HashMap<u64, HashSet<u64>>,
+    /// None for a walk that cannot meet a directory twice.
+    visited: Option<HashMap<u64, HashSet<u64>>>,
 }
 
 /// How one listing ended.
@@ -196,14 +198,23 @@ impl<'p> Walker<'p> {
             prune,
             max_dirs: usize::MAX,
             listed: 0,
-            visited: HashMap::new(),
+            visited: Some(HashMap::new()),
         }
     }
 
     /// At most `n` directories listed over all this walker's walks: each
-    /// costs a (dev, inode) pair in the visited set, so this bounds it.
+    /// costs an inode number in the visited set, so this bounds it.
     pub fn max_dirs(mut self, n: usize) -> Walker<'p> {
         self.max_dirs = n;
+        self
+    }
+
+    /// No visited set, for a walk that never enters a mount point: without
+    /// following symlinks only a mount shows a directory again, so such a
+    /// walk cannot meet one twice, and its memory stays bounded by
+    /// `Budget::queued` rather than growing with every directory listed.
+    pub fn without_visited(mut self) -> Walker<'p> {
+        self.visited = None;
         self
     }
 
@@ -243,12 +254,11 @@ impl<'p> Walker<'p> {
             let Some(meta) = directory(host, &hp, depth) else {
                 continue;
             };
-            if !self
+            let again = self
                 .visited
-                .entry(meta.dev())
-                .or_default()
-                .insert(meta.ino())
-            {
+                .as_mut()
+                .is_some_and(|v| !v.entry(meta.dev()).or_default().insert(meta.ino()));
+            if again {
                 continue;
             }
             let dir = Dir {
@@ -471,6 +481,17 @@ mod tests {
         )
     }
 
+    /// `walker` over /ws with the whole budget, seen by a fresh Log.
+    fn all_of_ws(walker: &mut Walker, t: &Tree) -> Walked {
+        walker.walk(
+            &t.host(),
+            Path::new("/ws"),
+            ALL,
+            String::new(),
+            &mut Log::default(),
+        )
+    }
+
     fn depth_of(p: &str) -> usize {
         p.matches('/').count()
     }
@@ -568,13 +589,7 @@ mod tests {
         assert_eq!(w.stop, Some(Stop::Queued { depth: 1 }));
 
         let mut walker = Walker::new(Order::BreadthFirst, prune(), far()).max_dirs(2);
-        let w = walker.walk(
-            &t.host(),
-            Path::new("/ws"),
-            ALL,
-            String::new(),
-            &mut Log::default(),
-        );
+        let w = all_of_ws(&mut walker, &t);
         assert_eq!((w.stop, w.listed), (Some(Stop::Dirs), 2));
 
         // A deadline already past ends the walk within 1,024 entries.
@@ -585,13 +600,7 @@ mod tests {
                 t.file(&format!("d{d}/f{f}"));
             }
         }
-        let w = Walker::new(Order::BreadthFirst, prune(), past).walk(
-            &t.host(),
-            Path::new("/ws"),
-            ALL,
-            String::new(),
-            &mut Log::default(),
-        );
+        let w = all_of_ws(&mut Walker::new(Order::BreadthFirst, prune(), past), &t);
         assert_eq!(w.stop, Some(Stop::Deadline));
         assert!(w.entries < 1024, "{w:?}");
     }
@@ -639,6 +648,11 @@ mod tests {
             listed(&["/ws", "/ws/real", "/app"]),
             [(2, 6), (0, 0), (0, 0)]
         );
+        let mut forgetful = Walker::new(Order::BreadthFirst, prune(), far()).without_visited();
+        for _ in 0..2 {
+            let w = all_of_ws(&mut forgetful, &t);
+            assert_eq!((w.listed, w.entries), (2, 6));
+        }
         // A root that is a symlink is followed while it stays in the tree.
         assert_eq!(listed(&["/app", "/hostetc"]), [(1, 1), (0, 0)]);
     }

@@ -3,9 +3,12 @@
 //! (selfprobe may run as root while an agent planted tools on PATH), and
 //! never under `--root`, where a tree on disk may be an untrusted image.
 
+use std::fmt;
+use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
+use nix::errno::Errno;
 use nix::unistd::AccessFlags;
 
 use crate::facts::place;
@@ -52,26 +55,72 @@ pub fn refuse(meta: &std::fs::Metadata) -> Option<String> {
     None
 }
 
+/// Why a program is not run (see `runnable`); each names the program or the
+/// file it resolved to.
+#[derive(Debug)]
+pub enum NotRunnable {
+    /// Under --root: a fixture tree's binaries are never executed.
+    FixtureTree,
+    /// No such file in any PATH directory.
+    NotOnPath(String),
+    /// Its symlinks do not end.
+    SymlinkLoop(PathBuf),
+    /// The file it resolved to could not be looked at.
+    Stat { path: PathBuf, error: io::Error },
+    /// Refused: someone other than root or this user could change it (see `refuse`).
+    Refused { path: PathBuf, why: String },
+    /// This process may not execute it.
+    NotExecutable { path: PathBuf, errno: Errno },
+}
+
+impl fmt::Display for NotRunnable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NotRunnable::FixtureTree => {
+                f.write_str("--root: binaries in a fixture tree are never executed")
+            }
+            NotRunnable::NotOnPath(name) => write!(f, "{name} is not on PATH"),
+            NotRunnable::SymlinkLoop(p) => write!(f, "{}: a symlink loop", p.display()),
+            NotRunnable::Stat { path, error } => {
+                write!(f, "{}: cannot stat: {error}", path.display())
+            }
+            NotRunnable::Refused { path, why } => {
+                write!(f, "{} is not run: {why}", path.display())
+            }
+            NotRunnable::NotExecutable { path, errno } => {
+                write!(f, "{} is not executable: {}", path.display(), errno.desc())
+            }
+        }
+    }
+}
+
+impl std::error::Error for NotRunnable {}
+
 /// `name` on PATH, if this process may run it (see `refuse`); never under
 /// --root. For a tool another probe runs itself (git status).
-pub fn runnable(host: &Host, name: &str) -> Result<PathBuf, String> {
+pub fn runnable(host: &Host, name: &str) -> Result<PathBuf, NotRunnable> {
     if !host.is_live() {
-        return Err("--root: binaries in a fixture tree are never executed".into());
+        return Err(NotRunnable::FixtureTree);
     }
     let found = search_path(host)
         .iter()
         .map(|d| d.join(name))
         .find(|p| std::fs::symlink_metadata(host.path(p)).is_ok())
-        .ok_or_else(|| format!("{name} is not on PATH"))?;
-    let real = place::resolve(host, &found)
-        .ok_or_else(|| format!("{}: a symlink loop", found.display()))?;
-    let m = std::fs::metadata(host.path(&real))
-        .map_err(|e| format!("{}: cannot stat: {e}", real.display()))?;
+        .ok_or_else(|| NotRunnable::NotOnPath(name.to_string()))?;
+    let real =
+        place::resolve(host, &found).ok_or_else(|| NotRunnable::SymlinkLoop(found.clone()))?;
+    let m = std::fs::metadata(host.path(&real)).map_err(|error| NotRunnable::Stat {
+        path: real.clone(),
+        error,
+    })?;
     if let Some(why) = refuse(&m) {
-        return Err(format!("{} is not run: {why}", real.display()));
+        return Err(NotRunnable::Refused { path: real, why });
     }
     host.access(&real, AccessFlags::X_OK)
-        .map_err(|e| format!("{} is not executable: {}", real.display(), e.desc()))?;
+        .map_err(|errno| NotRunnable::NotExecutable {
+            path: real.clone(),
+            errno,
+        })?;
     Ok(host.path(&found))
 }
 
@@ -94,5 +143,16 @@ mod tests {
             .unwrap()
             .contains("writable"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn nothing_is_run_from_a_fixture_tree() {
+        let host = Host::new(std::env::temp_dir(), std::time::Duration::from_secs(1));
+        let e = runnable(&host, "git").unwrap_err();
+        assert!(matches!(e, NotRunnable::FixtureTree), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "--root: binaries in a fixture tree are never executed"
+        );
     }
 }

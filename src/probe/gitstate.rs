@@ -388,7 +388,7 @@ fn status(host: &Host, r: &Repository, deadline: Instant) -> GitStatus {
     }
     let git = match programs::runnable(host, "git") {
         Ok(g) => g,
-        Err(why) => return GitStatus::unknown(why),
+        Err(why) => return GitStatus::unknown(why.to_string()),
     };
     let args: Vec<String> = [
         "-c",

@@ -366,7 +366,7 @@ fn probe_socket(path: &Path, api: SocketApi, deadline: Instant) -> (Outcome, Opt
     let ping = match http_get(path, "/_ping", PING_TIMEOUT, deadline) {
         Ok(r) => r,
         Err(e) => {
-            ans.error = Some(e);
+            ans.error = Some(e.to_string());
             return (Outcome::NoAnswer, Some(ans));
         }
     };
@@ -421,6 +421,37 @@ fn clean(s: &str) -> String {
     crate::util::sanitize::short(s, 120)
 }
 
+/// Why an engine socket gave no answer; Display is the words the report
+/// shows (the socket's `answer.error`).
+#[derive(Debug)]
+pub enum AskError {
+    /// The socket did not take the connection.
+    Connect(Errno),
+    /// The probe's deadline had passed before the request was sent.
+    DeadlinePassed,
+    /// The request could not be written.
+    Write(std::io::Error),
+    /// Bytes came back, but not an HTTP response head.
+    NotHttp(http1::HeadError),
+    /// No answer (a timeout, a reset, a close) within `ms`, the time that
+    /// was left.
+    NoAnswer { ms: u128, error: std::io::Error },
+}
+
+impl std::fmt::Display for AskError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AskError::Connect(e) => write!(f, "connect: {e}"),
+            AskError::DeadlinePassed => f.write_str("deadline passed"),
+            AskError::Write(e) => write!(f, "write: {e}"),
+            AskError::NotHttp(h) => write!(f, "not an HTTP answer: {h}"),
+            AskError::NoAnswer { ms, error } => write!(f, "no answer within {ms} ms: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for AskError {}
+
 /// One GET to an engine socket, bounded by `timeout` and the probe's
 /// deadline.
 fn http_get(
@@ -428,20 +459,20 @@ fn http_get(
     target: &str,
     timeout: Duration,
     deadline: Instant,
-) -> Result<Response, String> {
-    let mut s = connect_unix(path).map_err(|e| format!("connect: {e}"))?;
+) -> Result<Response, AskError> {
+    let mut s = connect_unix(path).map_err(AskError::Connect)?;
     let deadline = deadline.min(Instant::now() + timeout);
     ask(&mut s, target, deadline)
 }
 
 /// What an engine is asked over a connected stream, and its answer read,
-/// or why there is none in words for the report. Apart from connecting, so
-/// that the engine's answers can be fuzzed. HTTP/1.0, so that the engine
-/// closes the connection after its answer.
-pub fn ask<S: Timed>(s: &mut S, target: &str, deadline: Instant) -> Result<Response, String> {
+/// or why there is none. Apart from connecting, so that the engine's
+/// answers can be fuzzed. HTTP/1.0, so that the engine closes the
+/// connection after its answer.
+pub fn ask<S: Timed>(s: &mut S, target: &str, deadline: Instant) -> Result<Response, AskError> {
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
-        return Err("deadline passed".into());
+        return Err(AskError::DeadlinePassed);
     }
     let req = Request {
         method: "GET",
@@ -450,13 +481,13 @@ pub fn ask<S: Timed>(s: &mut S, target: &str, deadline: Instant) -> Result<Respo
         headers: &[],
         version: Version::Http10,
     };
-    http1::send(s, &req, deadline).map_err(|e| format!("write: {e}"))?;
+    http1::send(s, &req, deadline).map_err(AskError::Write)?;
     http1::receive(s, req.method, MAX_ANSWER, deadline).map_err(|e| match http1::head_error(&e) {
-        Some(h) => format!("not an HTTP answer: {h}"),
-        None => format!(
-            "no answer within {} ms: {e}",
-            left.as_nanos().div_ceil(1_000_000)
-        ),
+        Some(h) => AskError::NotHttp(h),
+        None => AskError::NoAnswer {
+            ms: left.as_nanos().div_ceil(1_000_000),
+            error: e,
+        },
     })
 }
 
@@ -654,22 +685,24 @@ mod tests {
             ),
         ] {
             let (p, _h) = serve(name, answer);
-            assert_eq!(
-                http_get(&p, "/_ping", PING_TIMEOUT, deadline).unwrap_err(),
-                said
-            );
+            let e = http_get(&p, "/_ping", PING_TIMEOUT, deadline).unwrap_err();
+            assert!(matches!(e, AskError::NotHttp(_)), "{e:?}");
+            assert_eq!(e.to_string(), said);
         }
         // Accepted and never answered: bounded by the request's timeout.
         let silent = dir.join("silent.sock");
         let _l = std::os::unix::net::UnixListener::bind(&silent).unwrap();
         let t = Instant::now();
         let e = http_get(&silent, "/_ping", Duration::from_millis(200), deadline).unwrap_err();
-        assert!(e.starts_with("no answer within 200 ms"), "{e}");
+        assert!(matches!(e, AskError::NoAnswer { ms: 200, .. }), "{e:?}");
+        assert!(e.to_string().starts_with("no answer within 200 ms"), "{e}");
         assert!(t.elapsed() < Duration::from_secs(2));
-        assert_eq!(
-            http_get(&silent, "/_ping", PING_TIMEOUT, Instant::now()).unwrap_err(),
-            "deadline passed"
-        );
+        let e = http_get(&silent, "/_ping", PING_TIMEOUT, Instant::now()).unwrap_err();
+        assert!(matches!(e, AskError::DeadlinePassed), "{e:?}");
+        assert_eq!(e.to_string(), "deadline passed");
+        let e = http_get(&dir.join("absent.sock"), "/_ping", PING_TIMEOUT, deadline).unwrap_err();
+        assert!(matches!(e, AskError::Connect(Errno::ENOENT)), "{e:?}");
+        assert_eq!(e.to_string(), format!("connect: {}", Errno::ENOENT));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -98,11 +98,10 @@ pub fn plant(
     cfg: Config,
     cleanup: Arc<Cleanup>,
     signer: &crate::attest::keys::Signer,
-) -> Result<crate::probe::teardown::PlantReport, String> {
+) -> Result<crate::probe::teardown::PlantReport, crate::facts::unchecked::Unchecked> {
     let run_id = host::run_id();
     let host = Host::new(cfg.root.clone(), cfg.timeout);
-    let mut mounts = crate::facts::mounts::collect(&host, cfg.workspace.clone(), host.deadline())
-        .map_err(|e| e.to_string())?;
+    let mut mounts = crate::facts::mounts::collect(&host, cfg.workspace.clone(), host.deadline())?;
     crate::facts::mounts::apply_policy(&mut mounts, &cfg.policy);
     let rep = crate::probe::teardown::plant(&host, &mounts, &run_id, &cleanup, signer);
     // A canary still being written when the deadline passed goes now.

@@ -1,16 +1,17 @@
 //! The command line (clap derive), resolved into a Config. Every error here
 //! is a usage error (exit 2) and says what was wrong and what was expected.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::attest::{self, keys::KeySource};
-use crate::finding::Severity;
-use crate::host::parse_duration;
-use crate::policy::Policy;
-use crate::probe::network::dial::{Dial, Redirect};
+use crate::attest::{self, keys::KeySource, NonceError};
+use crate::finding::{Severity, UnknownSeverity};
+use crate::host::{parse_duration, DurationError};
+use crate::policy::{Policy, PolicyError};
+use crate::probe::network::dial::{Dial, Redirect, RedirectError};
 use crate::probe::network::Options as NetOptions;
 
 #[derive(Debug, Parser)]
@@ -169,18 +170,111 @@ pub struct PubkeyArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FailOn(pub Option<Severity>);
 
-fn parse_fail_on(s: &str) -> Result<FailOn, String> {
+/// `--fail-on` is neither a severity nor `none`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailOnError(pub UnknownSeverity);
+
+impl fmt::Display for FailOnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}, or none", self.0)
+    }
+}
+
+impl std::error::Error for FailOnError {}
+
+fn parse_fail_on(s: &str) -> Result<FailOn, FailOnError> {
     if s.eq_ignore_ascii_case("none") {
         return Ok(FailOn(None));
     }
     s.parse::<Severity>()
         .map(|s| FailOn(Some(s)))
-        .map_err(|e| format!("{e}, or none"))
+        .map_err(FailOnError)
 }
 
-fn parse_timeout(s: &str) -> Result<Duration, String> {
+fn parse_timeout(s: &str) -> Result<Duration, DurationError> {
     parse_duration(s)
 }
+
+/// A usage error (exit 2): options that do not fit together or name what
+/// is not there. Each variant holds what was given; Display says what was
+/// wrong and what was expected.
+#[derive(Debug)]
+pub enum ArgsError {
+    Nonce(NonceError),
+    /// --sshsig without -o.
+    SshsigWithoutOutput,
+    /// A key (described by `source`) with nothing to sign.
+    NothingToSign {
+        source: String,
+    },
+    /// Two output options name one file.
+    SameFile {
+        a: &'static str,
+        b: &'static str,
+        path: PathBuf,
+    },
+    RelativeRoot(PathBuf),
+    RootNotDir(PathBuf),
+    Policy(PolicyError),
+    /// A relative --workspace, and the working directory is unreadable.
+    WorkingDir {
+        workspace: PathBuf,
+        error: std::io::Error,
+    },
+    /// A relative --workspace with --root.
+    RelativeWorkspace(PathBuf),
+    Redirect(RedirectError),
+    /// A pubkey --principal that cannot go in an allowed_signers line.
+    Principal(String),
+}
+
+impl fmt::Display for ArgsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgsError::Nonce(e) => e.fmt(f),
+            ArgsError::SshsigWithoutOutput => {
+                f.write_str("--sshsig signs the report file: expected -o FILE as well")
+            }
+            ArgsError::NothingToSign { source } => write!(
+                f,
+                "{source} given, but nothing to sign: expected --attest FILE and/or --sshsig FILE"
+            ),
+            ArgsError::SameFile { a, b, path } => write!(
+                f,
+                "{a} and {b} are the same file '{}': expected separate files",
+                path.display()
+            ),
+            ArgsError::RelativeRoot(root) => write!(
+                f,
+                "--root '{}' is relative: expected an absolute directory",
+                root.display()
+            ),
+            ArgsError::RootNotDir(root) => write!(
+                f,
+                "--root '{}' is not a directory: expected the top of a fixture tree",
+                root.display()
+            ),
+            ArgsError::Policy(e) => write!(f, "policy error: {e}"),
+            ArgsError::WorkingDir { workspace, error } => write!(
+                f,
+                "--workspace '{}': cannot read the working directory: {error}",
+                workspace.display()
+            ),
+            ArgsError::RelativeWorkspace(w) => write!(
+                f,
+                "--workspace '{}' is relative: with --root, expected an absolute path inside the tree",
+                w.display()
+            ),
+            ArgsError::Redirect(e) => e.fmt(f),
+            ArgsError::Principal(p) => write!(
+                f,
+                "--principal {p:?}: expected a name of printable ASCII without spaces, commas or quotes"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ArgsError {}
 
 #[derive(Debug)]
 pub struct Config {
@@ -203,23 +297,17 @@ pub struct Config {
 }
 
 impl RunArgs {
-    pub fn resolve(self) -> Result<Config, String> {
+    pub fn resolve(self) -> Result<Config, ArgsError> {
         self.check_signing()?;
         let root = self.root.clone();
         if !root.is_absolute() {
-            return Err(format!(
-                "--root '{}' is relative: expected an absolute directory",
-                root.display()
-            ));
+            return Err(ArgsError::RelativeRoot(root));
         }
         if !root.is_dir() {
-            return Err(format!(
-                "--root '{}' is not a directory: expected the top of a fixture tree",
-                root.display()
-            ));
+            return Err(ArgsError::RootNotDir(root));
         }
         let policy = match &self.policy {
-            Some(p) => Policy::load(p).map_err(|e| format!("policy error: {e}"))?,
+            Some(p) => Policy::load(p).map_err(ArgsError::Policy)?,
             None => Policy::default(),
         };
         let live = root == Path::new("/");
@@ -228,18 +316,13 @@ impl RunArgs {
                 w
             } else if live {
                 std::env::current_dir()
-                    .map_err(|e| {
-                        format!(
-                            "--workspace '{}': cannot read the working directory: {e}",
-                            w.display()
-                        )
+                    .map_err(|error| ArgsError::WorkingDir {
+                        workspace: w.clone(),
+                        error,
                     })?
                     .join(w)
             } else {
-                return Err(format!(
-                    "--workspace '{}' is relative: with --root, expected an absolute path inside the tree",
-                    w.display()
-                ));
+                return Err(ArgsError::RelativeWorkspace(w));
             };
             Some((crate::util::path::normalize(&w), "--workspace".to_string()))
         } else if let Some(w) = &policy.workspace {
@@ -256,7 +339,8 @@ impl RunArgs {
             .net_redirect
             .iter()
             .map(|r| Redirect::parse(r))
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ArgsError::Redirect)?;
         Ok(Config {
             net: NetOptions {
                 defaults_flag: self.network_defaults,
@@ -282,19 +366,18 @@ impl RunArgs {
     }
 
     /// The signing options fit together: each error says what to add or drop.
-    fn check_signing(&self) -> Result<(), String> {
+    fn check_signing(&self) -> Result<(), ArgsError> {
         if let Some(n) = &self.nonce {
-            attest::check_nonce(n)?;
+            attest::check_nonce(n).map_err(ArgsError::Nonce)?;
         }
         if self.sshsig.is_some() && self.output.is_none() {
-            return Err("--sshsig signs the report file: expected -o FILE as well".into());
+            return Err(ArgsError::SshsigWithoutOutput);
         }
         if let Some(src) = self.key.source() {
             if self.attest.is_none() && self.sshsig.is_none() {
-                return Err(format!(
-                    "{} given, but nothing to sign: expected --attest FILE and/or --sshsig FILE",
-                    src.describe()
-                ));
+                return Err(ArgsError::NothingToSign {
+                    source: src.describe(),
+                });
             }
         }
         let outs = [
@@ -306,10 +389,11 @@ impl RunArgs {
             for (b, pb) in &outs[i + 1..] {
                 if let (Some(pa), Some(pb)) = (pa, pb) {
                     if normalize_rel(pa) == normalize_rel(pb) {
-                        return Err(format!(
-                            "{a} and {b} are the same file '{}': expected separate files",
-                            pa.display()
-                        ));
+                        return Err(ArgsError::SameFile {
+                            a,
+                            b,
+                            path: pa.to_path_buf(),
+                        });
                     }
                 }
             }
@@ -319,26 +403,23 @@ impl RunArgs {
 }
 
 impl VerifyArgs {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ArgsError> {
         if let Some(n) = &self.nonce {
-            attest::check_nonce(n)?;
+            attest::check_nonce(n).map_err(ArgsError::Nonce)?;
         }
         Ok(())
     }
 }
 
 impl PubkeyArgs {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ArgsError> {
         let p = &self.principal;
         if p.is_empty()
             || !p
                 .bytes()
                 .all(|b| b.is_ascii_graphic() && b != b',' && b != b'"')
         {
-            return Err(format!(
-                "--principal {:?}: expected a name of printable ASCII without spaces, commas or quotes",
-                p
-            ));
+            return Err(ArgsError::Principal(p.clone()));
         }
         Ok(())
     }
@@ -389,6 +470,86 @@ mod tests {
             parse_fail_on("Medium").unwrap(),
             FailOn(Some(Severity::Medium))
         );
-        assert!(parse_fail_on("bad").is_err());
+        let e = parse_fail_on("bad").unwrap_err();
+        assert_eq!(e, FailOnError(UnknownSeverity("bad".into())));
+        assert_eq!(
+            e.to_string(),
+            "'bad' is not a severity: expected critical, high, medium, low or info, or none"
+        );
+    }
+
+    fn run_args(args: &[&str]) -> RunArgs {
+        let mut argv = vec!["selfprobe"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_from(argv).unwrap().run
+    }
+
+    /// Each usage error's kind, and its words exactly as they were when
+    /// the errors were strings.
+    #[test]
+    fn usage_errors() {
+        let e = run_args(&["--root", "rel/tree"]).resolve().unwrap_err();
+        assert!(
+            matches!(&e, ArgsError::RelativeRoot(p) if p == Path::new("rel/tree")),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "--root 'rel/tree' is relative: expected an absolute directory"
+        );
+        let e = run_args(&["--sshsig", "s.sig"]).resolve().unwrap_err();
+        assert!(matches!(e, ArgsError::SshsigWithoutOutput), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "--sshsig signs the report file: expected -o FILE as well"
+        );
+        let e = run_args(&["--sign-key", "/k"]).resolve().unwrap_err();
+        assert!(matches!(e, ArgsError::NothingToSign { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "--sign-key /k given, but nothing to sign: expected --attest FILE and/or --sshsig FILE"
+        );
+        let e = run_args(&["-o", "/tmp/x/r.json", "--attest", "/tmp/x/../x/r.json"])
+            .resolve()
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ArgsError::SameFile {
+                    a: "-o",
+                    b: "--attest",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "-o and --attest are the same file '/tmp/x/r.json': expected separate files"
+        );
+        let e = run_args(&["--nonce", "a b"]).resolve().unwrap_err();
+        assert!(
+            matches!(e, ArgsError::Nonce(NonceError::NotPrintable)),
+            "{e:?}"
+        );
+        let e = run_args(&["--net-redirect", "x:1"]).resolve().unwrap_err();
+        assert!(matches!(e, ArgsError::Redirect(_)), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "--net-redirect 'x:1': expected HOST:PORT=IP:PORT"
+        );
+        let p = PubkeyArgs {
+            key: KeyArgs {
+                sign_key: None,
+                sign_key_fd: None,
+            },
+            principal: "a,b".into(),
+        };
+        let e = p.check().unwrap_err();
+        assert!(matches!(&e, ArgsError::Principal(p) if p == "a,b"), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "--principal \"a,b\": expected a name of printable ASCII without spaces, commas or quotes"
+        );
     }
 }

@@ -57,8 +57,24 @@ impl fmt::Display for Severity {
     }
 }
 
+/// A word that is not a severity; holds it as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownSeverity(pub String);
+
+impl fmt::Display for UnknownSeverity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "'{}' is not a severity: expected critical, high, medium, low or info",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownSeverity {}
+
 impl FromStr for Severity {
-    type Err = String;
+    type Err = UnknownSeverity;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.to_ascii_lowercase().as_str() {
             "info" => Ok(Severity::Info),
@@ -66,9 +82,7 @@ impl FromStr for Severity {
             "medium" => Ok(Severity::Medium),
             "high" => Ok(Severity::High),
             "critical" => Ok(Severity::Critical),
-            _ => Err(format!(
-                "'{s}' is not a severity: expected critical, high, medium, low or info"
-            )),
+            _ => Err(UnknownSeverity(s.to_string())),
         }
     }
 }
@@ -338,6 +352,11 @@ mod tests {
     fn severity_order_and_parse() {
         assert!(Severity::Critical > Severity::High);
         assert_eq!("HIGH".parse::<Severity>().unwrap(), Severity::High);
-        assert!("severe".parse::<Severity>().is_err());
+        let e = "severe".parse::<Severity>().unwrap_err();
+        assert_eq!(e, UnknownSeverity("severe".into()));
+        assert_eq!(
+            e.to_string(),
+            "'severe' is not a severity: expected critical, high, medium, low or info"
+        );
     }
 }

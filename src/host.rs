@@ -495,11 +495,31 @@ pub fn write_whole(path: &Path, bytes: &[u8], cleanup: &Cleanup) -> io::Result<(
     res
 }
 
+/// Why the signal handling of `remove_on_signal` could not be set up.
+#[derive(Debug)]
+pub enum SignalError {
+    /// The signals could not be blocked.
+    Block(nix::Error),
+    /// The thread that waits for them could not be started.
+    Thread(io::Error),
+}
+
+impl std::fmt::Display for SignalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SignalError::Block(e) => write!(f, "cannot block signals: {e}"),
+            SignalError::Thread(e) => write!(f, "cannot start the signal thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SignalError {}
+
 /// Blocks SIGINT, SIGTERM and SIGHUP in this thread (and so in every thread
 /// started after it) and waits for them on a thread of its own, where it is
 /// safe to take a lock and remove files: the files each of `cleanups` holds
 /// are removed before the process exits with 128 + the signal number.
-pub fn remove_on_signal(cleanups: Vec<std::sync::Arc<Cleanup>>) -> Result<(), String> {
+pub fn remove_on_signal(cleanups: Vec<std::sync::Arc<Cleanup>>) -> Result<(), SignalError> {
     use nix::sys::signal::{SigSet, Signal};
     let mut set = SigSet::empty();
     for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
@@ -510,8 +530,7 @@ pub fn remove_on_signal(cleanups: Vec<std::sync::Arc<Cleanup>>) -> Result<(), St
             set.add(s);
         }
     }
-    set.thread_block()
-        .map_err(|e| format!("cannot block signals: {e}"))?;
+    set.thread_block().map_err(SignalError::Block)?;
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
@@ -522,7 +541,7 @@ pub fn remove_on_signal(cleanups: Vec<std::sync::Arc<Cleanup>>) -> Result<(), St
                 std::process::exit(128 + sig as i32);
             }
         })
-        .map_err(|e| format!("cannot start the signal thread: {e}"))?;
+        .map_err(SignalError::Thread)?;
     Ok(())
 }
 
@@ -605,8 +624,40 @@ pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// Why a duration (`--timeout`, a policy's timeout or TTL) was refused;
+/// each variant holds the value as given, trimmed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DurationError {
+    /// It does not start with a number.
+    NotANumber(String),
+    /// A unit other than ms, s, m, h or d.
+    UnknownUnit { value: String, unit: String },
+    /// Zero, negative, or more than 10^9 seconds.
+    OutOfRange(String),
+}
+
+impl std::fmt::Display for DurationError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DurationError::NotANumber(s) => write!(
+                f,
+                "'{s}' is not a duration: expected a number and a unit such as 500ms, 30s, 2m, 8h or 1d"
+            ),
+            DurationError::UnknownUnit { value, unit } => write!(
+                f,
+                "'{value}' has an unknown unit '{unit}': expected ms, s, m, h or d"
+            ),
+            DurationError::OutOfRange(s) => {
+                write!(f, "'{s}' is out of range: expected a positive duration")
+            }
+        }
+    }
+}
+
+impl std::error::Error for DurationError {}
+
 /// Parses durations such as `500ms`, `30s`, `2m`, `8h`, `1d`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
     let s = s.trim();
     let split = s
         .find(|c: char| !c.is_ascii_digit() && c != '.')
@@ -614,7 +665,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let (num, unit) = s.split_at(split);
     let n: f64 = num
         .parse()
-        .map_err(|_| format!("'{s}' is not a duration: expected a number and a unit such as 500ms, 30s, 2m, 8h or 1d"))?;
+        .map_err(|_| DurationError::NotANumber(s.to_string()))?;
     let mult = match unit {
         "ms" => 0.001,
         "s" | "" => 1.0,
@@ -622,16 +673,15 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "h" => 3600.0,
         "d" => 86_400.0,
         _ => {
-            return Err(format!(
-                "'{s}' has an unknown unit '{unit}': expected ms, s, m, h or d"
-            ))
+            return Err(DurationError::UnknownUnit {
+                value: s.to_string(),
+                unit: unit.to_string(),
+            })
         }
     };
     let secs = n * mult;
     if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
-        return Err(format!(
-            "'{s}' is out of range: expected a positive duration"
-        ));
+        return Err(DurationError::OutOfRange(s.to_string()));
     }
     Ok(Duration::from_secs_f64(secs))
 }
@@ -728,9 +778,30 @@ mod tests {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("8h").unwrap(), Duration::from_secs(8 * 3600));
         assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
-        assert!(parse_duration("x").is_err());
-        assert!(parse_duration("3w").is_err());
-        assert!(parse_duration("0s").is_err());
+        let e = parse_duration(" x ").unwrap_err();
+        assert_eq!(e, DurationError::NotANumber("x".into()));
+        assert_eq!(
+            e.to_string(),
+            "'x' is not a duration: expected a number and a unit such as 500ms, 30s, 2m, 8h or 1d"
+        );
+        let e = parse_duration("3w").unwrap_err();
+        assert_eq!(
+            e,
+            DurationError::UnknownUnit {
+                value: "3w".into(),
+                unit: "w".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "'3w' has an unknown unit 'w': expected ms, s, m, h or d"
+        );
+        let e = parse_duration("0s").unwrap_err();
+        assert_eq!(e, DurationError::OutOfRange("0s".into()));
+        assert_eq!(
+            e.to_string(),
+            "'0s' is out of range: expected a positive duration"
+        );
     }
 
     #[test]

@@ -72,6 +72,26 @@ impl fmt::Display for KeyError {
     }
 }
 
+impl std::error::Error for KeyError {}
+
+/// Why an SSHSIG could not be made (signing or armoring failed).
+#[derive(Debug)]
+pub enum SignError {
+    Sign(ssh_key::Error),
+    Encode(ssh_key::Error),
+}
+
+impl fmt::Display for SignError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SignError::Sign(e) => write!(f, "cannot make the SSHSIG: {e}"),
+            SignError::Encode(e) => write!(f, "cannot encode the SSHSIG: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SignError {}
+
 /// The Ed25519 key that signs this run. Debug shows only the public half.
 pub struct Signer {
     key: SigningKey,
@@ -122,13 +142,13 @@ impl Signer {
     }
 
     /// An OpenSSH SSHSIG over `msg` (namespace and hash as `ssh-keygen -Y sign`).
-    pub fn sshsig(&self, namespace: &str, msg: &[u8]) -> Result<String, String> {
+    pub fn sshsig(&self, namespace: &str, msg: &[u8]) -> Result<String, SignError> {
         let keypair = ssh_key::private::Ed25519Keypair::from(&self.key);
         let sig = ssh_key::PrivateKey::from(keypair)
             .sign(namespace, ssh_key::HashAlg::Sha512, msg)
-            .map_err(|e| format!("cannot make the SSHSIG: {e}"))?;
+            .map_err(SignError::Sign)?;
         sig.to_pem(ssh_key::LineEnding::LF)
-            .map_err(|e| format!("cannot encode the SSHSIG: {e}"))
+            .map_err(SignError::Encode)
     }
 }
 
@@ -345,61 +365,143 @@ fn read_bounded(fd: BorrowedFd<'_>, timeout: Duration) -> Result<Zeroizing<Vec<u
 const HOW_TO_MAKE: &str =
     "make one with `ssh-keygen -t ed25519 -N '' -f KEY` or `openssl genpkey -algorithm ed25519 -out KEY`";
 
+/// Why bytes are not an Ed25519 private key selfprobe can sign with. Each
+/// variant describes the input and what was expected; none holds a byte of
+/// the key (a PEM label is printable ASCII of at most 64 bytes, and the
+/// parsers' errors name what is wrong, not the content).
+#[derive(Debug)]
+pub enum PrivateKeyError {
+    /// Not UTF-8: DER or some other binary form.
+    NotText,
+    /// Nothing but white space.
+    Empty,
+    /// An OpenSSH public key line or a PEM public key block.
+    PublicKey,
+    /// No `-----BEGIN … PRIVATE KEY-----` line.
+    NotPem,
+    /// A BEGIN line with no END line.
+    TruncatedPem { label: String },
+    /// An encrypted PKCS#8 key: selfprobe takes no passphrase.
+    EncryptedPkcs8,
+    /// A PKCS#1 RSA key.
+    Rsa,
+    /// A SEC1 EC key.
+    Ec,
+    /// A DSA key.
+    Dsa,
+    /// A PEM block of another kind (its label, sanitised).
+    OtherPem { label: String },
+    /// An OpenSSH key that does not parse.
+    MalformedOpenssh(ssh_key::Error),
+    /// An encrypted OpenSSH key: selfprobe takes no passphrase.
+    EncryptedOpenssh,
+    /// An OpenSSH key of another algorithm.
+    OpensshAlgorithm(String),
+    /// A PKCS#8 key of another algorithm.
+    Pkcs8Algorithm(&'static str),
+    /// A PKCS#8 block that does not parse as an Ed25519 key.
+    MalformedPkcs8(ed25519_dalek::pkcs8::Error),
+}
+
+impl fmt::Display for PrivateKeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PrivateKeyError::NotText => write!(
+                f,
+                "not text: expected an Ed25519 private key as PKCS#8 PEM or in OpenSSH format (a DER or binary key is not accepted; {HOW_TO_MAKE})"
+            ),
+            PrivateKeyError::Empty => write!(
+                f,
+                "empty: expected an Ed25519 private key as PKCS#8 PEM or in OpenSSH format ({HOW_TO_MAKE})"
+            ),
+            PrivateKeyError::PublicKey => f.write_str(
+                "a public key: expected the private key (selfprobe pubkey prints the public one)",
+            ),
+            PrivateKeyError::NotPem => write!(
+                f,
+                "not a PEM key (no '-----BEGIN … PRIVATE KEY-----' line): expected an Ed25519 private key as PKCS#8 PEM or in OpenSSH format ({HOW_TO_MAKE})"
+            ),
+            PrivateKeyError::TruncatedPem { label } => write!(
+                f,
+                "truncated PEM: '-----BEGIN {label}-----' has no '-----END {label}-----' line: expected a complete key file"
+            ),
+            PrivateKeyError::EncryptedPkcs8 => f.write_str(
+                "an encrypted PKCS#8 key, and selfprobe takes no passphrase: expected an unencrypted key; decrypt a copy outside the workspace (`openssl pkey -in KEY -out PLAIN`) and pass it with --sign-key-fd so it never lands in the workspace",
+            ),
+            PrivateKeyError::Rsa => write!(
+                f,
+                "an RSA key (PKCS#1): selfprobe signs with Ed25519 only; {HOW_TO_MAKE}"
+            ),
+            PrivateKeyError::Ec => write!(
+                f,
+                "an EC key (SEC1): selfprobe signs with Ed25519 only; {HOW_TO_MAKE}"
+            ),
+            PrivateKeyError::Dsa => write!(
+                f,
+                "a DSA key: selfprobe signs with Ed25519 only; {HOW_TO_MAKE}"
+            ),
+            PrivateKeyError::OtherPem { label } => write!(
+                f,
+                "a PEM '{label}' block: expected an Ed25519 private key ('PRIVATE KEY' or 'OPENSSH PRIVATE KEY')"
+            ),
+            PrivateKeyError::MalformedOpenssh(e) => write!(
+                f,
+                "malformed OpenSSH private key ({e}): expected a complete key file as ssh-keygen writes it"
+            ),
+            PrivateKeyError::EncryptedOpenssh => f.write_str(
+                "an encrypted OpenSSH key, and selfprobe takes no passphrase: expected an unencrypted key; remove the passphrase from a copy outside the workspace (`ssh-keygen -p -N '' -f COPY`) and pass it with --sign-key-fd so it never lands in the workspace",
+            ),
+            PrivateKeyError::OpensshAlgorithm(alg) => write!(
+                f,
+                "an OpenSSH {alg} key: selfprobe signs with Ed25519 only; {HOW_TO_MAKE}"
+            ),
+            PrivateKeyError::Pkcs8Algorithm(alg) => write!(
+                f,
+                "a PKCS#8 {alg} key: selfprobe signs with Ed25519 only; {HOW_TO_MAKE}"
+            ),
+            PrivateKeyError::MalformedPkcs8(e) => write!(
+                f,
+                "malformed PKCS#8 PEM ({e}): expected a complete Ed25519 key as `openssl genpkey -algorithm ed25519` writes it"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PrivateKeyError {}
+
 /// Parses an Ed25519 private key: PKCS#8 PEM ("PRIVATE KEY") or OpenSSH.
 /// Every error is a fixed description of what the input is; none quotes it.
-pub fn parse_private_key(bytes: &[u8]) -> Result<SigningKey, String> {
+pub fn parse_private_key(bytes: &[u8]) -> Result<SigningKey, PrivateKeyError> {
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t.trim(),
-        Err(_) => {
-            return Err(format!(
-                "not text: expected an Ed25519 private key as PKCS#8 PEM or in OpenSSH format (a DER or binary key is not accepted; {HOW_TO_MAKE})"
-            ))
-        }
+        Err(_) => return Err(PrivateKeyError::NotText),
     };
     if text.is_empty() {
-        return Err(format!(
-            "empty: expected an Ed25519 private key as PKCS#8 PEM or in OpenSSH format ({HOW_TO_MAKE})"
-        ));
+        return Err(PrivateKeyError::Empty);
     }
     let Some(label) = pem_label(text) else {
         if text.starts_with("ssh-") || text.starts_with("ecdsa-") {
-            return Err(
-                "a public key: expected the private key (selfprobe pubkey prints the public one)"
-                    .into(),
-            );
+            return Err(PrivateKeyError::PublicKey);
         }
-        return Err(format!(
-            "not a PEM key (no '-----BEGIN … PRIVATE KEY-----' line): expected an Ed25519 private key as PKCS#8 PEM or in OpenSSH format ({HOW_TO_MAKE})"
-        ));
+        return Err(PrivateKeyError::NotPem);
     };
     let end = format!("-----END {label}-----");
     if !text.contains(&end) {
-        return Err(format!(
-            "truncated PEM: '-----BEGIN {label}-----' has no '{end}' line: expected a complete key file"
-        ));
+        return Err(PrivateKeyError::TruncatedPem {
+            label: label.to_string(),
+        });
     }
     match label {
         "OPENSSH PRIVATE KEY" => parse_openssh(text),
         "PRIVATE KEY" => parse_pkcs8(text),
-        "ENCRYPTED PRIVATE KEY" => Err(
-            "an encrypted PKCS#8 key, and selfprobe takes no passphrase: expected an unencrypted key; decrypt a copy outside the workspace (`openssl pkey -in KEY -out PLAIN`) and pass it with --sign-key-fd so it never lands in the workspace".into(),
-        ),
-        "RSA PRIVATE KEY" => Err(format!(
-            "an RSA key (PKCS#1): selfprobe signs with Ed25519 only; {HOW_TO_MAKE}"
-        )),
-        "EC PRIVATE KEY" => Err(format!(
-            "an EC key (SEC1): selfprobe signs with Ed25519 only; {HOW_TO_MAKE}"
-        )),
-        "DSA PRIVATE KEY" => Err(format!(
-            "a DSA key: selfprobe signs with Ed25519 only; {HOW_TO_MAKE}"
-        )),
-        "PUBLIC KEY" | "RSA PUBLIC KEY" | "SSH2 PUBLIC KEY" => Err(
-            "a public key: expected the private key (selfprobe pubkey prints the public one)".into(),
-        ),
-        other => Err(format!(
-            "a PEM '{}' block: expected an Ed25519 private key ('PRIVATE KEY' or 'OPENSSH PRIVATE KEY')",
-            sanitize_label(other)
-        )),
+        "ENCRYPTED PRIVATE KEY" => Err(PrivateKeyError::EncryptedPkcs8),
+        "RSA PRIVATE KEY" => Err(PrivateKeyError::Rsa),
+        "EC PRIVATE KEY" => Err(PrivateKeyError::Ec),
+        "DSA PRIVATE KEY" => Err(PrivateKeyError::Dsa),
+        "PUBLIC KEY" | "RSA PUBLIC KEY" | "SSH2 PUBLIC KEY" => Err(PrivateKeyError::PublicKey),
+        other => Err(PrivateKeyError::OtherPem {
+            label: sanitize_label(other),
+        }),
     }
 }
 
@@ -420,39 +522,30 @@ fn sanitize_label(s: &str) -> String {
     crate::util::sanitize::ascii(s, 64)
 }
 
-fn parse_openssh(text: &str) -> Result<SigningKey, String> {
-    let key = ssh_key::PrivateKey::from_openssh(text).map_err(|e| {
-        format!("malformed OpenSSH private key ({e}): expected a complete key file as ssh-keygen writes it")
-    })?;
+fn parse_openssh(text: &str) -> Result<SigningKey, PrivateKeyError> {
+    let key = ssh_key::PrivateKey::from_openssh(text).map_err(PrivateKeyError::MalformedOpenssh)?;
     if key.is_encrypted() {
-        return Err(
-            "an encrypted OpenSSH key, and selfprobe takes no passphrase: expected an unencrypted key; remove the passphrase from a copy outside the workspace (`ssh-keygen -p -N '' -f COPY`) and pass it with --sign-key-fd so it never lands in the workspace".into(),
-        );
+        return Err(PrivateKeyError::EncryptedOpenssh);
     }
     match key.key_data() {
         ssh_key::private::KeypairData::Ed25519(kp) => Ok(SigningKey::from(&kp.private)),
-        _ => Err(format!(
-            "an OpenSSH {} key: selfprobe signs with Ed25519 only; {HOW_TO_MAKE}",
-            key.algorithm().as_str()
+        _ => Err(PrivateKeyError::OpensshAlgorithm(
+            key.algorithm().as_str().to_string(),
         )),
     }
 }
 
-fn parse_pkcs8(text: &str) -> Result<SigningKey, String> {
+fn parse_pkcs8(text: &str) -> Result<SigningKey, PrivateKeyError> {
     match SigningKey::from_pkcs8_pem(text) {
         Ok(k) => Ok(k),
         Err(e) => {
             // Name the algorithm when the PKCS#8 structure is fine but not Ed25519.
             if let Some(alg) = pkcs8_algorithm(text) {
                 if alg != "Ed25519" {
-                    return Err(format!(
-                        "a PKCS#8 {alg} key: selfprobe signs with Ed25519 only; {HOW_TO_MAKE}"
-                    ));
+                    return Err(PrivateKeyError::Pkcs8Algorithm(alg));
                 }
             }
-            Err(format!(
-                "malformed PKCS#8 PEM ({e}): expected a complete Ed25519 key as `openssl genpkey -algorithm ed25519` writes it"
-            ))
+            Err(PrivateKeyError::MalformedPkcs8(e))
         }
     }
 }
@@ -474,28 +567,72 @@ fn pkcs8_algorithm(text: &str) -> Option<&'static str> {
     })
 }
 
+/// Why text is not an Ed25519 public key.
+#[derive(Debug)]
+pub enum PublicKeyError {
+    /// A private key: a verifier has no business holding it.
+    PrivateKey,
+    /// A PEM 'PUBLIC KEY' BEGIN line without its END line.
+    TruncatedPem,
+    /// A PEM 'PUBLIC KEY' block that is not an Ed25519 key.
+    NotEd25519Pem(ed25519_dalek::pkcs8::spki::Error),
+    /// An OpenSSH public key line that does not parse.
+    MalformedOpenssh(ssh_key::Error),
+    /// An OpenSSH Ed25519 key that is not a valid point.
+    BadPoint(ssh_key::Error),
+    /// An OpenSSH key of another algorithm.
+    OpensshAlgorithm(String),
+    /// Neither a PEM block nor an OpenSSH line.
+    NotFound,
+}
+
+impl fmt::Display for PublicKeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PublicKeyError::PrivateKey => f.write_str(
+                "a private key: expected the public key (`selfprobe pubkey --sign-key KEY` prints it)",
+            ),
+            PublicKeyError::TruncatedPem => {
+                f.write_str("truncated PEM: no '-----END PUBLIC KEY-----' line")
+            }
+            PublicKeyError::NotEd25519Pem(e) => write!(
+                f,
+                "not an Ed25519 public key ({e}): expected `openssl pkey -pubout` output of an Ed25519 key"
+            ),
+            PublicKeyError::MalformedOpenssh(e) => {
+                write!(f, "malformed OpenSSH public key ({e})")
+            }
+            PublicKeyError::BadPoint(e) => write!(f, "not a valid Ed25519 point ({e})"),
+            PublicKeyError::OpensshAlgorithm(alg) => write!(
+                f,
+                "an OpenSSH {alg} public key: selfprobe signs with Ed25519 only"
+            ),
+            PublicKeyError::NotFound => f.write_str(
+                "no public key found: expected a PEM 'PUBLIC KEY' block or an OpenSSH 'ssh-ed25519 AAAA…' line",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PublicKeyError {}
+
 /// Parses a public key for `verify --pubkey`: SPKI PEM, an OpenSSH line
 /// (`ssh-ed25519 AAAA…`, as in authorized_keys or allowed_signers), or the
 /// whole output of `selfprobe pubkey`. A private key is refused: a verifier
 /// has no business holding it.
-pub fn parse_public_key(text: &str) -> Result<VerifyingKey, String> {
+pub fn parse_public_key(text: &str) -> Result<VerifyingKey, PublicKeyError> {
     if let Some(label) = pem_label(text) {
         if label.contains("PRIVATE KEY") {
-            return Err(
-                "a private key: expected the public key (`selfprobe pubkey --sign-key KEY` prints it)"
-                    .into(),
-            );
+            return Err(PublicKeyError::PrivateKey);
         }
         if label == "PUBLIC KEY" {
             let end = "-----END PUBLIC KEY-----";
             let Some(stop) = text.find(end) else {
-                return Err("truncated PEM: no '-----END PUBLIC KEY-----' line".into());
+                return Err(PublicKeyError::TruncatedPem);
             };
             let start = text.find("-----BEGIN PUBLIC KEY-----").unwrap_or(0);
             let block = &text[start..stop + end.len()];
-            return VerifyingKey::from_public_key_pem(block).map_err(|e| {
-                format!("not an Ed25519 public key ({e}): expected `openssl pkey -pubout` output of an Ed25519 key")
-            });
+            return VerifyingKey::from_public_key_pem(block).map_err(PublicKeyError::NotEd25519Pem);
         }
     }
     for line in text.lines() {
@@ -508,38 +645,73 @@ pub fn parse_public_key(text: &str) -> Result<VerifyingKey, String> {
                 continue;
             }
             let pk = ssh_key::PublicKey::from_openssh(&format!("{} {}", words[i], words[i + 1]))
-                .map_err(|e| format!("malformed OpenSSH public key ({e})"))?;
+                .map_err(PublicKeyError::MalformedOpenssh)?;
             return match pk.key_data() {
-                ssh_key::public::KeyData::Ed25519(k) => VerifyingKey::try_from(k)
-                    .map_err(|e| format!("not a valid Ed25519 point ({e})")),
-                _ => Err(format!(
-                    "an OpenSSH {} public key: selfprobe signs with Ed25519 only",
-                    pk.algorithm().as_str()
+                ssh_key::public::KeyData::Ed25519(k) => {
+                    VerifyingKey::try_from(k).map_err(PublicKeyError::BadPoint)
+                }
+                _ => Err(PublicKeyError::OpensshAlgorithm(
+                    pk.algorithm().as_str().to_string(),
                 )),
             };
         }
     }
-    Err("no public key found: expected a PEM 'PUBLIC KEY' block or an OpenSSH 'ssh-ed25519 AAAA…' line".into())
+    Err(PublicKeyError::NotFound)
 }
+
+/// Why a public input file of `verify` could not be read; each names the file.
+#[derive(Debug)]
+pub enum InputError {
+    /// It could not be looked at or read.
+    Unreadable {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// A directory, device, FIFO or socket.
+    NotFile { path: PathBuf },
+    /// Larger than the bound (`max_mib` MiB).
+    TooLarge { path: PathBuf, max_mib: u64 },
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InputError::Unreadable { path, error } => write!(f, "{}: {error}", path.display()),
+            InputError::NotFile { path } => write!(f, "{}: not a regular file", path.display()),
+            InputError::TooLarge { path, max_mib } => write!(
+                f,
+                "{}: larger than {max_mib} MiB: expected a selfprobe output",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
 
 /// Reads a small public input file (a public key, an envelope, a signature,
 /// a report) with a bound, for `verify`.
-pub fn read_public_file(path: &Path, max: u64) -> Result<Vec<u8>, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn read_public_file(path: &Path, max: u64) -> Result<Vec<u8>, InputError> {
+    let unreadable = |error| InputError::Unreadable {
+        path: path.to_path_buf(),
+        error,
+    };
+    let meta = std::fs::metadata(path).map_err(unreadable)?;
     if !meta.is_file() {
-        return Err(format!("{}: not a regular file", path.display()));
+        return Err(InputError::NotFile {
+            path: path.to_path_buf(),
+        });
     }
     if meta.len() > max {
-        return Err(format!(
-            "{}: larger than {} MiB: expected a selfprobe output",
-            path.display(),
-            max >> 20
-        ));
+        return Err(InputError::TooLarge {
+            path: path.to_path_buf(),
+            max_mib: max >> 20,
+        });
     }
     let mut buf = Vec::with_capacity(meta.len() as usize);
     std::fs::File::open(path)
         .and_then(|f| f.take(max + 1).read_to_end(&mut buf))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(unreadable)?;
     Ok(buf)
 }
 
@@ -608,11 +780,11 @@ mod tests {
             (b"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINdamAGCsQq31Uv+08lkBzoO4XLz2qYjJa8CGmj3B1Ea", "public key"),
         ];
         for (input, want) in cases {
-            let e = parse_private_key(input).unwrap_err();
+            let e = parse_private_key(input).unwrap_err().to_string();
             assert!(e.contains(want), "{input:?}: {e}");
         }
         // The truncated half's base64 lines never reach the message.
-        let e = parse_private_key(half).unwrap_err();
+        let e = parse_private_key(half).unwrap_err().to_string();
         for line in std::str::from_utf8(half).unwrap().lines().skip(1) {
             if line.len() > 8 {
                 assert!(!e.contains(line), "{e}");
@@ -632,10 +804,15 @@ mod tests {
         let both = format!("{}{line}\n", public_pem(&vk));
         assert_eq!(parse_public_key(&both).unwrap(), vk);
         let private = k.to_pkcs8_pem(LineEnding::LF).unwrap();
-        assert!(parse_public_key(&private)
-            .unwrap_err()
-            .contains("private key"));
-        assert!(parse_public_key("nothing").is_err());
+        let e = parse_public_key(&private).unwrap_err();
+        assert!(matches!(e, PublicKeyError::PrivateKey), "{e:?}");
+        assert!(e.to_string().contains("private key"), "{e}");
+        let e = parse_public_key("nothing").unwrap_err();
+        assert!(matches!(e, PublicKeyError::NotFound), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "no public key found: expected a PEM 'PUBLIC KEY' block or an OpenSSH 'ssh-ed25519 AAAA…' line"
+        );
     }
 
     #[test]

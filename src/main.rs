@@ -235,8 +235,11 @@ const MAX_VERIFY_INPUT: u64 = 64 << 20;
 
 fn verify(args: VerifyArgs) -> Result<Exit, Failure> {
     let usage = |e: String| Failure::usage(format!("verify: {e}"));
-    args.check().map_err(usage)?;
-    let read = |p: &std::path::Path| keys::read_public_file(p, MAX_VERIFY_INPUT);
+    args.check().map_err(|e| usage(e.to_string()))?;
+    // The messages of the steps, joined here, where they are printed.
+    let read = |p: &std::path::Path| {
+        keys::read_public_file(p, MAX_VERIFY_INPUT).map_err(|e| e.to_string())
+    };
     let pubkey = read(&args.pubkey)
         .and_then(|b| {
             let text =
@@ -280,7 +283,7 @@ fn verify(args: VerifyArgs) -> Result<Exit, Failure> {
 
 fn pubkey(args: PubkeyArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failure> {
     let usage = |e: String| Failure::usage(format!("pubkey: {e}"));
-    args.check().map_err(usage)?;
+    args.check().map_err(|e| usage(e.to_string()))?;
     match keys::load(args.key.source().as_ref(), env_key) {
         Ok(Some(signer)) => {
             let text = report::verify::render_pubkey(&signer.verifying_key(), &args.principal);

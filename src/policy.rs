@@ -384,7 +384,7 @@ impl Policy {
 
         for (code, sev) in raw.severity {
             check_code(&src, &code)?;
-            let s: Severity = sev.get_ref().parse().map_err(|m: String| {
+            let s: Severity = sev.get_ref().parse().map_err(|m| {
                 src.err(
                     Some(sev.span()),
                     format!("severity of {}: {m}", code.get_ref()),

@@ -21,6 +21,7 @@ pub mod sshsig;
 pub mod verify;
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde_json::{json, Value};
 
@@ -59,24 +60,80 @@ pub fn signing_info(signer: &Signer, dsse: bool, sshsig: bool) -> SigningInfo {
     }
 }
 
+/// Why a `--nonce` value was refused. The words are the same for each: what
+/// a nonce must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NonceError {
+    Empty,
+    /// Longer than MAX_NONCE bytes.
+    TooLong,
+    /// A byte that is not printable ASCII, or a space.
+    NotPrintable,
+}
+
+impl fmt::Display for NonceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "--nonce: expected 1 to {MAX_NONCE} printable ASCII characters without spaces (e.g. the output of `openssl rand -hex 16`)"
+        )
+    }
+}
+
+impl std::error::Error for NonceError {}
+
 /// Checks a `--nonce` value: printable ASCII without spaces, at most
 /// MAX_NONCE bytes, so it can be compared and shown as it is.
-pub fn check_nonce(n: &str) -> Result<(), String> {
-    if n.is_empty() || n.len() > MAX_NONCE || !n.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(format!(
-            "--nonce: expected 1 to {MAX_NONCE} printable ASCII characters without spaces (e.g. the output of `openssl rand -hex 16`)"
-        ));
+pub fn check_nonce(n: &str) -> Result<(), NonceError> {
+    if n.is_empty() {
+        return Err(NonceError::Empty);
+    }
+    if n.len() > MAX_NONCE {
+        return Err(NonceError::TooLong);
+    }
+    if !n.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(NonceError::NotPrintable);
     }
     Ok(())
 }
 
+/// Why no statement (or envelope) could be made.
+#[derive(Debug)]
+pub enum AttestError {
+    /// The report does not serialize to JSON.
+    Report(serde_json::Error),
+    /// The probe binary's SHA-256 is unknown, and a statement must name it.
+    NoToolDigest,
+    /// The statement does not serialize to JSON.
+    Statement(serde_json::Error),
+}
+
+impl fmt::Display for AttestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttestError::Report(e) => {
+                write!(f, "cannot attest: the report does not serialize ({e})")
+            }
+            AttestError::NoToolDigest => f.write_str(
+                "cannot attest: the probe binary's SHA-256 is unknown (/proc/self/exe was unreadable), and a statement must name the binary that made it",
+            ),
+            AttestError::Statement(e) => {
+                write!(f, "cannot attest: the statement does not serialize ({e})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for AttestError {}
+
 /// The in-toto Statement v1 for a report.
-pub fn statement(report: &Report) -> Result<Value, String> {
-    let predicate = serde_json::to_value(report)
-        .map_err(|e| format!("cannot attest: the report does not serialize ({e})"))?;
-    let tool = report.tool.sha256.as_deref().ok_or_else(|| {
-        "cannot attest: the probe binary's SHA-256 is unknown (/proc/self/exe was unreadable), and a statement must name the binary that made it".to_string()
-    })?;
+pub fn statement(report: &Report) -> Result<Value, AttestError> {
+    let predicate = serde_json::to_value(report).map_err(AttestError::Report)?;
+    let tool = report
+        .tool
+        .sha256
+        .as_deref()
+        .ok_or(AttestError::NoToolDigest)?;
     let mut subject = vec![subject_entry(TOOL_SUBJECT, tool)];
     if let Some((name, digest)) = image_subject(&predicate) {
         subject.push(subject_entry(&name, &digest));
@@ -117,10 +174,9 @@ pub fn image_subject(predicate: &Value) -> Option<(String, String)> {
 }
 
 /// The --attest file's content: the statement, signed, in a DSSE envelope.
-pub fn envelope(report: &Report, signer: &Signer) -> Result<String, String> {
+pub fn envelope(report: &Report, signer: &Signer) -> Result<String, AttestError> {
     let st = statement(report)?;
-    let payload = serde_json::to_vec(&st)
-        .map_err(|e| format!("cannot attest: the statement does not serialize ({e})"))?;
+    let payload = serde_json::to_vec(&st).map_err(AttestError::Statement)?;
     Ok(dsse::Envelope::sign(signer, dsse::PAYLOAD_TYPE, &payload).to_json())
 }
 
@@ -146,9 +202,23 @@ mod tests {
     fn nonce_rules() {
         assert!(check_nonce("3f9a-01").is_ok());
         assert!(check_nonce(&"a".repeat(MAX_NONCE)).is_ok());
-        for bad in ["", "a b", "x\n", "\u{1b}[31m", "é"] {
-            assert!(check_nonce(bad).is_err(), "{bad:?}");
+        for bad in ["a b", "x\n", "\u{1b}[31m", "é"] {
+            assert_eq!(check_nonce(bad), Err(NonceError::NotPrintable), "{bad:?}");
         }
-        assert!(check_nonce(&"a".repeat(MAX_NONCE + 1)).is_err());
+        assert_eq!(check_nonce(""), Err(NonceError::Empty));
+        assert_eq!(
+            check_nonce(&"a".repeat(MAX_NONCE + 1)),
+            Err(NonceError::TooLong)
+        );
+        for e in [
+            NonceError::Empty,
+            NonceError::TooLong,
+            NonceError::NotPrintable,
+        ] {
+            assert_eq!(
+                e.to_string(),
+                "--nonce: expected 1 to 256 printable ASCII characters without spaces (e.g. the output of `openssl rand -hex 16`)"
+            );
+        }
     }
 }

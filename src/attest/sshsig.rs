@@ -4,11 +4,11 @@
 
 use ed25519_dalek::VerifyingKey;
 
-use super::keys::{self, Signer};
+use super::keys::{self, SignError, Signer};
 use super::SSHSIG_NAMESPACE;
 
 /// The armored signature (`-----BEGIN SSH SIGNATURE-----`).
-pub fn sign(signer: &Signer, report_bytes: &[u8]) -> Result<String, String> {
+pub fn sign(signer: &Signer, report_bytes: &[u8]) -> Result<String, SignError> {
     signer.sshsig(SSHSIG_NAMESPACE, report_bytes)
 }
 

@@ -325,23 +325,19 @@ fn plan(host: &Host, policy: &Policy, opts: &Options) -> (Vec<Planned>, Vec<Skip
         let gateway = || *gw.get_or_init(|| builtin::default_gateway(host));
         let var = |n: &str| host.env().get(n).map(str::to_string);
         for b in builtin::builtins() {
-            let parsed =
-                builtin::expand(&b.url, &var, &gateway).and_then(|u| builtin::target_of(&u));
-            let target = match parsed {
+            let target = match builtin::destination(&b.url, &var, &gateway) {
                 Ok(t) => t,
                 Err(e) => {
                     skipped.push(Skipped {
                         name: b.name.clone(),
-                        reason: e,
+                        reason: e.to_string(),
                     });
                     continue;
                 }
             };
             let token = match &b.token {
                 None => None,
-                Some(t) => match builtin::expand(&t.url, &var, &gateway)
-                    .and_then(|u| builtin::target_of(&u))
-                {
+                Some(t) => match builtin::destination(&t.url, &var, &gateway) {
                     Ok(tt) => Some(TokenStep {
                         method: t.method.clone(),
                         target: tt,
@@ -355,7 +351,7 @@ fn plan(host: &Host, policy: &Policy, opts: &Options) -> (Vec<Planned>, Vec<Skip
                     Err(e) => {
                         skipped.push(Skipped {
                             name: b.name.clone(),
-                            reason: e,
+                            reason: e.to_string(),
                         });
                         continue;
                     }

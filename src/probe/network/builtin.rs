@@ -3,13 +3,14 @@
 //! ports. Embedded at build time and validated by a test; tried only when
 //! asked (`--network-defaults` or `defaults = true`).
 
+use std::fmt;
 use std::net::Ipv4Addr;
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
 use crate::host::Host;
-use crate::target::{self, Target};
+use crate::target::{self, Target, TargetError};
 
 pub const DESTINATIONS_TOML: &str = include_str!("../../../probes/destinations.toml");
 
@@ -72,30 +73,74 @@ pub fn header(h: &str) -> Option<(String, String)> {
     (ok && !v.contains(['\r', '\n'])).then(|| (k.to_string(), v.to_string()))
 }
 
+/// Why a built-in URL could not be filled in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExpandError {
+    /// `${` without its `}` (in the URL given).
+    Unclosed { url: String },
+    /// `${gateway}`, and /proc/net/route names no default IPv4 gateway.
+    NoGateway,
+    /// `${NAME}`, and NAME is unset or empty.
+    Unset { name: String },
+}
+
+impl fmt::Display for ExpandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExpandError::Unclosed { url } => write!(f, "'{url}': unclosed ${{"),
+            ExpandError::NoGateway => f.write_str("no default IPv4 gateway in /proc/net/route"),
+            ExpandError::Unset { name } => write!(f, "{name} is not set"),
+        }
+    }
+}
+
+impl std::error::Error for ExpandError {}
+
+/// Why a built-in destination is skipped: its URL could not be filled in,
+/// or, filled in, is not a destination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UrlError {
+    Expand(ExpandError),
+    Target(TargetError),
+}
+
+impl fmt::Display for UrlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UrlError::Expand(e) => e.fmt(f),
+            UrlError::Target(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for UrlError {}
+
 /// Fills ${NAME} from `var` and ${gateway} from `gateway`.
 pub fn expand(
     url: &str,
     var: &dyn Fn(&str) -> Option<String>,
     gateway: &dyn Fn() -> Option<Ipv4Addr>,
-) -> Result<String, String> {
+) -> Result<String, ExpandError> {
     let mut out = String::new();
     let mut rest = url;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        let end = after
-            .find('}')
-            .ok_or_else(|| format!("'{url}': unclosed ${{"))?;
+        let end = after.find('}').ok_or_else(|| ExpandError::Unclosed {
+            url: url.to_string(),
+        })?;
         let name = &after[..end];
         let value = if name == "gateway" {
             gateway()
                 .map(|g| g.to_string())
-                .ok_or_else(|| "no default IPv4 gateway in /proc/net/route".to_string())?
+                .ok_or(ExpandError::NoGateway)?
         } else {
             let v = var(name)
                 .map(|v| v.trim().to_string())
                 .filter(|v| !v.is_empty())
-                .ok_or_else(|| format!("{name} is not set"))?;
+                .ok_or_else(|| ExpandError::Unset {
+                    name: name.to_string(),
+                })?;
             // An IPv6 service host (KUBERNETES_SERVICE_HOST=fd00::1) needs brackets in a URL.
             if v.contains(':') && !v.starts_with('[') && !name.ends_with("PORT") {
                 format!("[{v}]")
@@ -131,8 +176,18 @@ pub fn default_gateway(host: &Host) -> Option<Ipv4Addr> {
 }
 
 /// Parses an expanded built-in URL.
-pub fn target_of(url: &str) -> Result<Target, String> {
+pub fn target_of(url: &str) -> Result<Target, TargetError> {
     target::parse(url)
+}
+
+/// A built-in URL filled in (see `expand`) and parsed.
+pub fn destination(
+    url: &str,
+    var: &dyn Fn(&str) -> Option<String>,
+    gateway: &dyn Fn() -> Option<Ipv4Addr>,
+) -> Result<Target, UrlError> {
+    let url = expand(url, var, gateway).map_err(UrlError::Expand)?;
+    target_of(&url).map_err(UrlError::Target)
 }
 
 #[cfg(test)]
@@ -243,12 +298,36 @@ mod tests {
             expand("https://${H}/", &v6, &none).unwrap(),
             "https://[fd00::1]/"
         );
-        assert!(expand("tcp://${gateway}:2376", &sample_var, &none)
-            .unwrap_err()
-            .contains("gateway"));
-        assert!(expand("https://${NOPE}/", &sample_var, &none)
-            .unwrap_err()
-            .contains("NOPE is not set"));
+        let e = expand("tcp://${gateway}:2376", &sample_var, &none).unwrap_err();
+        assert_eq!(e, ExpandError::NoGateway);
+        assert_eq!(e.to_string(), "no default IPv4 gateway in /proc/net/route");
+        let e = expand("https://${NOPE}/", &sample_var, &none).unwrap_err();
+        assert_eq!(
+            e,
+            ExpandError::Unset {
+                name: "NOPE".into()
+            }
+        );
+        assert_eq!(e.to_string(), "NOPE is not set");
+        let e = expand("https://${NOPE/", &sample_var, &none).unwrap_err();
+        assert_eq!(e.to_string(), "'https://${NOPE/': unclosed ${");
+        // Filled in and parsed: each step's error, in its own words.
+        let e = destination("https://${NOPE}/", &sample_var, &none).unwrap_err();
+        assert_eq!(
+            e,
+            UrlError::Expand(ExpandError::Unset {
+                name: "NOPE".into()
+            })
+        );
+        let e = destination("tcp://${KUBERNETES_SERVICE_HOST}", &sample_var, &none).unwrap_err();
+        assert!(
+            matches!(e, UrlError::Target(TargetError::NoPort { .. })),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "destination 'tcp://10.96.0.1' has no port: expected tcp://host:port"
+        );
 
         let dir = std::env::temp_dir().join(format!("selfprobe-route-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("proc/net")).unwrap();

@@ -4,6 +4,7 @@
 //! guard (nothing leaves loopback, whatever a test forgot to redirect), and it
 //! turns socket errors into the classes the report uses.
 
+use std::fmt;
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::Instant;
@@ -77,18 +78,52 @@ pub struct Redirect {
     pub to: SocketAddr,
 }
 
+/// Why a `--net-redirect` value was refused; each variant holds the value
+/// as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RedirectError {
+    /// No `=` between the destination and where it goes.
+    NoEquals { arg: String },
+    /// What follows `=` is not an IP:PORT.
+    BadTo { arg: String, to: String },
+    /// What precedes `=` is not a `host:port` destination.
+    From {
+        arg: String,
+        why: crate::target::TargetError,
+    },
+}
+
+impl fmt::Display for RedirectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RedirectError::NoEquals { arg } => {
+                write!(f, "--net-redirect '{arg}': expected HOST:PORT=IP:PORT")
+            }
+            RedirectError::BadTo { arg, to } => write!(
+                f,
+                "--net-redirect '{arg}': '{to}' is not IP:PORT ([::1]:PORT for IPv6)"
+            ),
+            RedirectError::From { arg, why } => write!(f, "--net-redirect '{arg}': {why}"),
+        }
+    }
+}
+
+impl std::error::Error for RedirectError {}
+
 impl Redirect {
     /// Parses `HOST:PORT=IP:PORT`, e.g. `169.254.169.254:80=127.0.0.1:8080`
     /// or `[fd00:ec2::254]:80=[::1]:8080`.
-    pub fn parse(s: &str) -> Result<Redirect, String> {
+    pub fn parse(s: &str) -> Result<Redirect, RedirectError> {
+        let arg = || s.to_string();
         let (from, to) = s
             .split_once('=')
-            .ok_or_else(|| format!("--net-redirect '{s}': expected HOST:PORT=IP:PORT"))?;
-        let to: SocketAddr = to.parse().map_err(|_| {
-            format!("--net-redirect '{s}': '{to}' is not IP:PORT ([::1]:PORT for IPv6)")
+            .ok_or_else(|| RedirectError::NoEquals { arg: arg() })?;
+        let to: SocketAddr = to.parse().map_err(|_| RedirectError::BadTo {
+            arg: arg(),
+            to: to.to_string(),
         })?;
         let t = crate::target::parse(&format!("tcp://{from}"))
-            .map_err(|e| format!("--net-redirect '{s}': {e}"))?;
+            .map_err(|why| RedirectError::From { arg: arg(), why })?;
         Ok(Redirect {
             host: t.host.bare(),
             port: t.port,
@@ -178,8 +213,28 @@ mod tests {
             Some("[::1]:9".parse().unwrap())
         );
         assert!(d.redirect("metadata.google.internal", 80).is_some());
-        assert!(Redirect::parse("x:1").is_err());
-        assert!(Redirect::parse("x:1=localhost:2").is_err());
+        assert_eq!(
+            Redirect::parse("x:1"),
+            Err(RedirectError::NoEquals { arg: "x:1".into() })
+        );
+        let e = Redirect::parse("x:1=localhost:2").unwrap_err();
+        assert_eq!(
+            e,
+            RedirectError::BadTo {
+                arg: "x:1=localhost:2".into(),
+                to: "localhost:2".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "--net-redirect 'x:1=localhost:2': 'localhost:2' is not IP:PORT ([::1]:PORT for IPv6)"
+        );
+        let e = Redirect::parse("x=127.0.0.1:2").unwrap_err();
+        assert!(matches!(e, RedirectError::From { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "--net-redirect 'x=127.0.0.1:2': destination 'tcp://x' has no port: expected tcp://host:port"
+        );
         assert!(matches!(
             d.check("10.0.0.1:80".parse().unwrap()),
             Err(NetError::NotAttempted(_))

@@ -47,7 +47,10 @@ IDS
      for the digest of the image the harness builds around that binary
      (Containerfile.test): an `image_id` (or image_id.value) "sha256:<hex>"
      and the hex of a `localhost/selfprobe-test@sha256:<hex>` reference,
-     wherever they occur -> "<image#k>".
+     and a bare 64-hex image id given as the image's reference
+     (inventory.image.references[].value: the image the Dev Containers CLI
+     builds around the workspace holding the binary), wherever they occur
+     -> "<image#k>".
   I3 Key material the tests make per run (tests/it/common/keys.rs) or the
      run makes (an ephemeral key): the values of `keyid` and `public_key`,
      and a canary's `signature.sig` -> "<key#k>".
@@ -104,11 +107,25 @@ MOUNT-TABLE ORDER (the one exception on order; --strict-order turns it off)
      docker/containers/<id>/<file>) -> "<first engine file> from <dir>/<its
      file>".
 
+PROBE RECORDS
+  R1 The report's `probes` list is compared by probe name, not by index
+     (/probes/<name>/...): a probe added to the table (issue 11's `users`)
+     shifts every later index, and would make every record differ. Their
+     order is still compared: the names both sides hold must come in the
+     same order (a difference is reported at /probe_order).
+
 "#k" numbers the distinct original values of a kind in the order they first
 occur in the document, so which values equal which is still compared: two
 temporary dirs stay two, a namespace shared with the host stays shared.
 
-Output: a line per file (`same`, `differs`, `noisy`, `only in A`,
+--expect FILE: the differences a change makes on purpose, one per line,
+`PATH-PATTERN  # why` (a JSON path, `*` for one list index or key; blank
+lines and lines starting with # are skipped). A file that differs only at
+expected paths is `expected`, not `differs`, and the rules it matched are
+named. Each rule that no file needed is listed at the end: an expectation
+that did not happen is worth a look too.
+
+Output: a line per file (`same`, `expected`, `differs`, `noisy`, `only in A`,
 `only in B`), the first --diffs (5) path-level differences under `differs`
 and `noisy`, then a summary line with counts. A file that is not JSON (an
 empty stdout) is compared byte for byte and marked "(not JSON)".
@@ -125,7 +142,7 @@ processes of others, short-lived ones included). The note says which.
 --names-from-b: compare only the tests (<test> of <test>.<n>.json) that B
 holds, for a rerun of a few suites.
 
-Exit status: 0 when every file is `same` or `noisy`, 1 when one differs or
+Exit status: 0 when every file is `same`, `expected` or `noisy`, 1 when one differs or
 is in only one directory, 2 on a usage error.
 """
 
@@ -246,6 +263,10 @@ class Normaliser:
                 if (key == "image_id" or (parent == "image_id" and key == "value")) \
                         and IMAGE_ID.match(v):
                     self.image_digests.add(v[len("sha256:"):])
+                if key == "value" and parent == "references" and HEX64.match(v):
+                    # An image id as the reference: the image an engine
+                    # built around the binary (the Dev Containers CLI's).
+                    self.image_digests.add(v)
                 for m in TEST_IMAGE_REF.finditer(v):
                     self.image_digests.add(m[1])
                 if key in ("sha256", "binarySha256") and parent in ("tool", "properties") \
@@ -358,6 +379,7 @@ class Normaliser:
         out = self.value(doc)
         if not isinstance(out, dict):
             return out
+        out = probes_by_name(out)
         # Finding ids: recomputed over the normalised subject where the
         # subject changed and the id follows src/finding.rs's rule.
         ids = {}
@@ -375,6 +397,36 @@ class Normaliser:
         if ids:
             out = replace_exact(out, ids)
         return out
+
+
+def probes_by_name(doc):
+    """R1: the probes list as {name: record} plus /probe_order."""
+    probes = doc.get("probes")
+    if not (isinstance(probes, list) and probes
+            and all(isinstance(p, dict) and isinstance(p.get("name"), str) for p in probes)):
+        return doc
+    names = [p["name"] for p in probes]
+    if len(set(names)) != len(names):
+        return doc
+    out = {}
+    for k, v in doc.items():
+        if k == "probes":
+            out["probes"] = {p["name"]: {x: y for x, y in p.items() if x != "name"}
+                             for p in probes}
+            out["probe_order"] = names
+        else:
+            out[k] = v
+    return out
+
+
+def common_order(na, nb):
+    """R1: /probe_order compared over the names both sides hold."""
+    oa, ob = na.get("probe_order"), nb.get("probe_order")
+    if isinstance(oa, list) and isinstance(ob, list):
+        both = set(oa) & set(ob)
+        na = dict(na, probe_order=[n for n in oa if n in both])
+        nb = dict(nb, probe_order=[n for n in ob if n in both])
+    return na, nb
 
 
 def replace_exact(v, ids):
@@ -548,6 +600,8 @@ def compare_pair(da, db, name, limit):
         note = f"(not JSON: {' and '.join(what)}; A {len(ra)} bytes, B {len(rb)} bytes)"
         return ra == rb, [note]
     (na, sa), (nb, sb) = na, nb
+    if isinstance(na, dict) and isinstance(nb, dict):
+        na, nb = common_order(na, nb)
     if na == nb:
         return True, []
     d = diff(na, nb, limit=limit, ctx=(sa, sb))
@@ -565,7 +619,33 @@ def test_of(name):
 
 
 ALL = 10**9
-WHOLE = {"/findings", "/findings/*/code", "/summary/total", "/probes/*/status"}
+WHOLE = {"/findings", "/findings/*/code", "/summary/total"}
+WHOLE_RX = re.compile(r"^/probes/[^/]+/status$")
+
+
+def read_expect(path):
+    """[(compiled pattern, source line)] of an --expect file."""
+    rules = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            text = line.split("#", 1)[0].strip()
+            if not text:
+                continue
+            if not text.startswith("/"):
+                raise ValueError(f"{path}:{n}: {text!r}: expected a JSON path starting with /")
+            rx = "^" + "/".join("[^/]+" if part == "*" else re.escape(part)
+                                for part in text.split("/")) + "$"
+            rules.append((re.compile(rx), line.strip()))
+    return rules
+
+
+def matching(rules, line):
+    """The rule a difference line matches (its path, indices kept), or None."""
+    path = line.split(": ", 1)[0]
+    for rx, src in rules:
+        if rx.match(path):
+            return src
+    return None
 
 
 def main():
@@ -577,6 +657,8 @@ def main():
     ap.add_argument("--names-from-b", action="store_true",
                     help="compare only the tests B holds")
     ap.add_argument("--diffs", type=int, default=5, help="differences shown per file")
+    ap.add_argument("--expect", metavar="FILE",
+                    help="the differences made on purpose, a path pattern per line")
     ap.add_argument("--strict-order", action="store_true",
                     help="compare the mount-table lists in their own order (no O1)")
     args = ap.parse_args()
@@ -586,6 +668,12 @@ def main():
         if d is not None and not os.path.isdir(d):
             print(f"compare-reports: {d}: not a directory", file=sys.stderr)
             return 2
+    try:
+        rules = read_expect(args.expect) if args.expect else []
+    except (OSError, ValueError) as e:
+        print(f"compare-reports: --expect: {e}", file=sys.stderr)
+        return 2
+    used = set()
     la, lb = listing(args.a), listing(args.b)
     for d, names in ((args.a, la), (args.b, lb)):
         if not names:
@@ -612,8 +700,8 @@ def main():
                 # The captures disagree on which findings there are (a
                 # deadline cut, the machine's own state): then any value
                 # may move, and the whole file is noisy.
-                noise[name] = None if pats & WHOLE else noise.get(name, set()) | pats
-    counts = {k: 0 for k in ("same", "differs", "noisy", "only in A", "only in B")}
+                noise[name] = None if (pats & WHOLE or any(WHOLE_RX.match(p) for p in pats)) else noise.get(name, set()) | pats
+    counts = {k: 0 for k in ("same", "expected", "differs", "noisy", "only in A", "only in B")}
     not_json = 0
     for name in sorted(la | lb):
         note = None
@@ -631,6 +719,15 @@ def main():
                     x.split(": ", 1)[0] in anywhere for x in detail):
                 status = "noisy"
                 note = "(differs only at paths where other files are noisy)"
+            elif rules and not detail[0].startswith("(not JSON") and all(
+                    matching(rules, x) or (name in noise and noise[name] is not None
+                                           and pattern(x) in noise[name])
+                    for x in detail):
+                status = "expected"
+                hit = sorted({matching(rules, x) for x in detail} - {None})
+                used.update(hit)
+                note = "(" + "; ".join(hit) + ")"
+                detail = [x for x in detail if not matching(rules, x)]
             else:
                 status = "differs"
                 if name in noise:
@@ -649,6 +746,9 @@ def main():
             print(f"    {d}")
         if len(detail) > args.diffs:
             print(f"    ... and {len(detail) - args.diffs} more")
+    for _, src in rules:
+        if src not in used:
+            print(f"unused     {src}")
     print("summary: " + ", ".join(f"{v} {k}" for k, v in counts.items())
           + f" ({not_json} of the pairs not JSON)")
     bad = counts["differs"] + counts["only in A"] + counts["only in B"]

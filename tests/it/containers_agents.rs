@@ -202,26 +202,33 @@ fn chown_tree(p: &Path, uid: u32) {
 // ---------------------------------------------------------------------------
 // The devcontainer-style image: debootstrap, cached.
 
-const CACHE: &str = "/var/tmp/selfprobe-test-cache";
-/// Bump when the recipe below changes, so a cached image is not reused.
-const RECIPE: &str = "v1";
-const SUDOERS_LINE: &str = "vscode ALL=(root) NOPASSWD:ALL\n";
-
-fn tag(sudo: bool) -> String {
-    format!(
-        "localhost/selfprobe-devc:bookworm-{}-{RECIPE}",
-        if sudo { "sudo" } else { "plain" }
-    )
+/// tests/devc/build.sh: the recipe of the two root tarballs, and their
+/// cache (.ci/run runs it in the background while the crate compiles).
+fn build_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/devc/build.sh")
 }
 
-fn tar_path(sudo: bool) -> PathBuf {
-    Path::new(CACHE).join(format!(
-        "devc-bookworm-{}-{RECIPE}.tar",
-        if sudo { "sudo" } else { "plain" }
+/// The script's RECIPE, which names its tarballs and so the images here:
+/// one place to bump when the recipe changes.
+fn recipe() -> Result<String, String> {
+    let script = build_script();
+    let text =
+        std::fs::read_to_string(&script).map_err(|e| format!("{}: {e}", script.display()))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("RECIPE="))
+        .map(|r| r.trim().to_string())
+        .ok_or_else(|| format!("{}: no RECIPE= line", script.display()))
+}
+
+fn tag(sudo: bool) -> Result<String, String> {
+    Ok(format!(
+        "localhost/selfprobe-devc:bookworm-{}-{}",
+        if sudo { "sudo" } else { "plain" },
+        recipe()?
     ))
 }
 
-fn sh(cmd: &mut Command, what: &str, limit: Duration) -> Result<(), String> {
+fn sh(cmd: &mut Command, what: &str, limit: Duration) -> Result<String, String> {
     let shown = format!("{cmd:?}");
     let out = run_bounded(std::mem::replace(cmd, Command::new("true")), limit, None)?;
     if out.code != Some(0) {
@@ -237,85 +244,29 @@ fn sh(cmd: &mut Command, what: &str, limit: Duration) -> Result<(), String> {
             out.stderr
         ));
     }
-    Ok(())
+    Ok(out.stdout)
 }
 
-/// The two root tarballs, built once (debootstrap from Debian's mirror)
-/// and kept under CACHE; each is written beside its name and renamed, so a
-/// concurrent or interrupted build never leaves half a tarball.
+/// The two root tarballs (plain, sudo), from tests/devc/build.sh: made
+/// once from Debian's mirror and then found in its cache.
 fn devc_tars() -> Result<(PathBuf, PathBuf), String> {
     static TARS: OnceLock<Result<(PathBuf, PathBuf), String>> = OnceLock::new();
     TARS.get_or_init(|| {
-        let (plain, sudo) = (tar_path(false), tar_path(true));
-        if plain.is_file() && sudo.is_file() {
-            return Ok((plain, sudo));
-        }
-        if Command::new("debootstrap")
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_err()
-        {
-            return Err(
-                "debootstrap is missing (apt-get install -y debootstrap; .ci/run does it)".into(),
-            );
-        }
-        std::fs::create_dir_all(CACHE).map_err(|e| format!("mkdir {CACHE}: {e}"))?;
-        let root = TempPath::dir_in(Path::new(CACHE), "rootfs")?;
-        sh(
-            Command::new("debootstrap")
-                .args(["--variant=minbase", "--include=sudo", "bookworm"])
-                .arg(&root.path)
-                .arg("http://deb.debian.org/debian"),
-            "debootstrap",
-            Duration::from_secs(900),
+        let mut cmd = Command::new("bash");
+        cmd.arg(build_script());
+        let out = sh(
+            &mut cmd,
+            "the devcontainer tarballs",
+            Duration::from_secs(1200),
         )?;
-        let r = &root.path;
-        let append = |rel: &str, line: &str| -> Result<(), String> {
-            use std::io::Write;
-            let p = r.join(rel);
-            let mut f = std::fs::OpenOptions::new()
-                .append(true)
-                .open(&p)
-                .map_err(|e| format!("{}: {e}", p.display()))?;
-            f.write_all(line.as_bytes()).map_err(|e| e.to_string())
-        };
-        // The devcontainer base images' user: vscode, uid and gid 1000, a
-        // home, a login shell, no password.
-        append("etc/passwd", "vscode:x:1000:1000::/home/vscode:/bin/bash\n")?;
-        append("etc/group", "vscode:x:1000:\n")?;
-        append("etc/shadow", "vscode:*:19000:0:99999:7:::\n")?;
-        std::fs::create_dir_all(r.join("home/vscode")).map_err(|e| e.to_string())?;
-        chown_tree(&r.join("home/vscode"), 1000);
-        let _ = Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "rm -f {}/var/cache/apt/archives/*.deb",
-                r.display()
-            ))
-            .status();
-        let pack = |dst: &Path| -> Result<(), String> {
-            let tmp = dst.with_extension(format!("tar.{}", std::process::id()));
-            sh(
-                Command::new("tar")
-                    .arg("-C")
-                    .arg(r)
-                    .arg("-cf")
-                    .arg(&tmp)
-                    .arg("."),
-                "tar",
-                Duration::from_secs(300),
-            )?;
-            std::fs::rename(&tmp, dst).map_err(|e| format!("rename {}: {e}", tmp.display()))
-        };
-        pack(&plain)?;
-        let s = r.join("etc/sudoers.d/vscode");
-        std::fs::write(&s, SUDOERS_LINE).map_err(|e| e.to_string())?;
-        std::fs::set_permissions(&s, std::os::unix::fs::PermissionsExt::from_mode(0o440))
-            .map_err(|e| e.to_string())?;
-        pack(&sudo)?;
-        Ok((plain, sudo))
+        let mut lines = out.lines().map(PathBuf::from);
+        match (lines.next(), lines.next()) {
+            (Some(plain), Some(sudo)) if plain.is_file() && sudo.is_file() => Ok((plain, sudo)),
+            _ => Err(format!(
+                "{} printed {out:?}: expected the plain and the sudo tarball's paths",
+                build_script().display()
+            )),
+        }
     })
     .clone()
 }
@@ -325,7 +276,7 @@ fn devc_tars() -> Result<(PathBuf, PathBuf), String> {
 fn devc_image(e: &Engine, sudo: bool) -> Result<String, String> {
     static LOCK: Mutex<()> = Mutex::new(());
     let _one = LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let t = tag(sudo);
+    let t = tag(sudo)?;
     if e.image_exists(&t) {
         return Ok(t);
     }

@@ -87,7 +87,7 @@ pub fn evaluate(g: &Gathered, policy: &Policy, run: &Run) -> Vec<Finding> {
         out.extend(network::evaluate(n));
     }
     if let Some(m) = &facts.mounts {
-        out.extend(mounts::evaluate(m));
+        out.extend(mounts::evaluate(m, &bd));
         // A line that does not parse costs that line: the rest of the table
         // stands, and the repo scope rests on a line nobody could read.
         for e in &m.parse_errors {

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::facts::boundary::{Boundary, Kind};
 use crate::facts::mounts::{MountClass, MountEntry, MountFacts, WorkspaceFacts, CONFIG_MARKERS};
 use crate::finding::Finding;
 
@@ -76,7 +77,12 @@ impl<'a> Shown<'a> {
     }
 }
 
-pub fn evaluate(facts: &MountFacts) -> Vec<Finding> {
+/// `bd` is the boundary: on the machine itself (no container) every
+/// container's root filesystem belongs to the machine's own engines (a
+/// Docker whose /var/lib/docker is a bind mount shows its containers'
+/// roots under a host path), so none is "another container's".
+pub fn evaluate(facts: &MountFacts, bd: &Boundary) -> Vec<Finding> {
+    let on_the_machine = bd.kind == Kind::Host;
     let mut out = workspace_findings(facts);
     for e in facts.mounts.iter().filter(|e| e.within.is_none()) {
         let m = Shown::new(e);
@@ -100,7 +106,7 @@ pub fn evaluate(facts: &MountFacts) -> Vec<Finding> {
             )),
             MountClass::HostProcfs => out.push(host_procfs(facts, &m)),
             MountClass::HostTmpfs => out.push(host_tmpfs(facts, &m)),
-            MountClass::ContainerRootfs if !e.kinds.contains(&"own-engine") => {
+            MountClass::ContainerRootfs if !e.kinds.contains(&"own-engine") && !on_the_machine => {
                 out.push(container_rootfs(&m))
             }
             MountClass::HostBind | MountClass::Workspace | MountClass::Unknown => {

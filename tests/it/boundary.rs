@@ -241,6 +241,52 @@ fn a_bare_host_capture_reports_boundary_none_and_no_container() {
     assert_eq!(sc["score"], 0, "{sc}");
 }
 
+/// A host running Docker containers: Debian's docker.io with its
+/// /var/lib/docker bind-mounted onto itself, one container running. The
+/// three lines are this project's CI machine's /proc/self/mountinfo
+/// (2026-12-01), the state in which the real-machine test
+/// (engines::the_machine_itself_...) saw "another container's root
+/// filesystem" while a Docker test ran beside it.
+const DOCKER_HOST_LINES: &str = "45 27 254:0 /var/lib/docker /var/lib/docker rw,relatime shared:2 - ext4 /dev/vda rw,discard\n\
+51 45 0:40 / /var/lib/docker/overlay2/67d034de8c4ae9b27399c1bfe7d7de11216aef201d5d4ebdcdae8001762162a2/merged rw,relatime shared:3 - overlay overlay rw,lowerdir=/var/lib/docker/overlay2/l/ZOR6PAENTSJDFOA7W7SXFYP3B5:/var/lib/docker/overlay2/l/GEWV3O4AYFSCGLMQ6F3SYGHHRK,upperdir=/var/lib/docker/overlay2/67d034de8c4ae9b27399c1bfe7d7de11216aef201d5d4ebdcdae8001762162a2/diff,workdir=/var/lib/docker/overlay2/67d034de8c4ae9b27399c1bfe7d7de11216aef201d5d4ebdcdae8001762162a2/work\n";
+
+#[test]
+fn a_host_running_containers_calls_none_of_their_roots_another_containers() {
+    let name = "host-openrc-netdata";
+    let merged = "/var/lib/docker/overlay2/67d034de8c4ae9b27399c1bfe7d7de11216aef201d5d4ebdcdae8001762162a2/merged";
+    let text = capture(name, "mountinfo") + DOCKER_HOST_LINES;
+    let f = host_tree("dockerhost", &text);
+    f.dir(merged.trim_start_matches('/'));
+    ns_links(&f, INITIAL_NS);
+    let r = f.run(&[]);
+    assert_eq!(boundary(&r)["kind"], "host", "{:#}", boundary(&r));
+    // The mount table still classifies it (the inventory says what it is)...
+    let m = r.json["inventory"]["mounts"]["mounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["mount_point"] == merged)
+        .expect("the container's root in the inventory")
+        .clone();
+    assert_eq!(m["class"], "container-rootfs", "{m:#}");
+    // ...but on the machine itself it is its own engine's container.
+    r.assert_absent(&["mount.container-rootfs"]);
+    for f in r.findings() {
+        for field in ["message", "title"] {
+            let t = f[field].as_str().unwrap_or("");
+            assert!(!claims_a_container(t), "{} {field}: {t}", f["code"]);
+        }
+    }
+
+    // The same lines inside a container (the host's /var/lib/docker
+    // bind-mounted in) are another tenant's root, reported as before.
+    let c = Fixture::container("dockerhost-in", &text, &data("plain.status"));
+    c.dir(merged.trim_start_matches('/'));
+    let r = c.run(&[]);
+    assert_ne!(boundary(&r)["kind"], "host", "{:#}", boundary(&r));
+    assert_eq!(r.find("mount.container-rootfs", merged)["severity"], "high");
+}
+
 #[test]
 fn a_host_without_fixed_mount_namespace_numbers_is_told_by_pid1() {
     let name = "host-dynamic-mnt-runc";

@@ -37,13 +37,12 @@ echo "test-build: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 step() {
     local what=$1
     shift
-    local t
-    t=$( { /usr/bin/time -f '%e %U %S' "$@" >"$dir/step.log" 2>&1; } 2>&1 | tail -1) || {
+    /usr/bin/time -o "$dir/time" -f '%e %U %S' "$@" >"$dir/step.log" 2>&1 || {
         echo "test-build: $what failed:" >&2
         tail -n 30 "$dir/step.log" >&2
         exit 1
     }
-    read -r wall user sys <<<"$t"
+    read -r wall user sys <"$dir/time"
     printf '%-34s %7.1f s wall %7.1f s CPU\n' "$what" "$wall" "$(echo "$user + $sys" | bc)"
 }
 

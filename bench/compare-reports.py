@@ -68,6 +68,9 @@ IDS
      a port in Linux's ephemeral range (32768-60999) after a host name or
      address (`127.0.0.1:41407`, `api.corp.test:33061`: the port the kernel
      gave a test server) -> "<port#k>".
+  I5b The machine's own cgroup id: the 32 hex digits after /process_api/
+     in a cgroup path (this sandbox machine's session, seen through
+     rootless podman's cgroup v1 mounts) -> "<cgroup-id#k>".
   I6 Git commits a test made a moment ago: the value of `head_commit` ->
      "<commit#k>"; a `worktree_id` equal to the checkout directory's name
      -> "<checkout>".
@@ -182,6 +185,7 @@ MOUNT_ORDER_LISTS = {
     ("writable", "host_paths"): ("path",),
     ("teardown", "persistent"): ("path",),
 }
+MACHINE_CGROUP = re.compile(r"(?<=/process_api/)([0-9a-f]{32})(?![0-9a-f])")
 LAYER_LINK = re.compile(r"(?<![A-Za-z0-9])l/([A-Z0-9]{26})(?![A-Za-z0-9])")
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 NS_NUMBER_KEYS = {"inode", "initial_inode"}
@@ -319,6 +323,7 @@ class Normaliser:
                            self.token("engine-id", cid) + "[:12]", s)
         s = ENGINE_PATH_ID.sub(lambda m: m[1] + "/" + self.token("engine-id", m[2]), s)
         s = LAYER_LINK.sub(lambda m: "l/" + self.token("engine-id", m[1]), s)
+        s = MACHINE_CGROUP.sub(lambda m: self.token("cgroup-id", m[1]), s)
         s = NS.sub(lambda m: f"{m[1]}:[{self.token('ns', m[2])}]", s)
         s = PORT.sub(lambda m: m["host"] + ":" + (self.token("port", m["port"])
                      if int(m["port"]) in EPHEMERAL else m["port"]), s)

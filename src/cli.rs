@@ -147,6 +147,9 @@ pub struct VerifyArgs {
     /// The challenge you gave the run (--nonce): the attestation must carry exactly this
     #[arg(long, value_name = "N")]
     pub nonce: Option<String>,
+    /// The SHA-256 (hex) of the selfprobe binary you ran: the attested tool.sha256 must be exactly this
+    #[arg(long, value_name = "HEX", value_parser = parse_sha256)]
+    pub binary_sha256: Option<String>,
     /// An SSHSIG written by --sshsig, checked over --report
     #[arg(long, value_name = "SIG", requires = "report")]
     pub sshsig: Option<PathBuf>,
@@ -189,6 +192,19 @@ fn parse_fail_on(s: &str) -> Result<FailOn, FailOnError> {
     s.parse::<Severity>()
         .map(|s| FailOn(Some(s)))
         .map_err(FailOnError)
+}
+
+/// A SHA-256 digest in hex (64 digits), lowercased; `sha256:` may precede it.
+pub fn parse_sha256(s: &str) -> Result<String, String> {
+    let hex = s.strip_prefix("sha256:").unwrap_or(s);
+    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(hex.to_ascii_lowercase())
+    } else {
+        Err(format!(
+            "expected a SHA-256 digest: 64 hexadecimal digits (as sha256sum prints), got {} character(s)",
+            s.chars().count()
+        ))
+    }
 }
 
 fn parse_timeout(s: &str) -> Result<Duration, DurationError> {

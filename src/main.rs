@@ -269,6 +269,7 @@ fn verify(args: VerifyArgs) -> Result<Exit, Failure> {
     let verdict = verify::verify(&verify::Inputs {
         pubkey,
         nonce: args.nonce.as_deref(),
+        binary_sha256: args.binary_sha256.as_deref(),
         envelope,
         sshsig,
     });

@@ -11,7 +11,9 @@ use serde_json::Value;
 use super::dsse::{self, Envelope, PAYLOAD_TYPE};
 use super::keys;
 use super::sshsig::{self, SshsigError};
-use super::{image_subject, PREDICATE_TYPE, SSHSIG_NAMESPACE, STATEMENT_TYPE, TOOL_SUBJECT};
+use super::{
+    image_subject, PREDICATE_TYPE, PREDICATE_TYPES, SSHSIG_NAMESPACE, STATEMENT_TYPE, TOOL_SUBJECT,
+};
 
 pub struct SshsigInput<'a> {
     pub sig_name: &'a str,
@@ -23,6 +25,10 @@ pub struct SshsigInput<'a> {
 pub struct Inputs<'a> {
     pub pubkey: VerifyingKey,
     pub nonce: Option<&'a str>,
+    /// The SHA-256 (hex) of the binary the verifier placed or trusts: the
+    /// attested `tool.sha256` must be exactly this. None: not checked, and
+    /// the verdict says so.
+    pub binary_sha256: Option<&'a str>,
     /// (file name, bytes)
     pub envelope: Option<(&'a str, &'a [u8])>,
     pub sshsig: Option<SshsigInput<'a>>,
@@ -52,6 +58,11 @@ pub struct Verdict {
     pub attested: Option<Value>,
     /// Whether the nonce in the attested report was compared with --nonce.
     pub nonce_checked: bool,
+    /// Whether the attested tool.sha256 was compared with `binary_sha256`.
+    pub binary_checked: bool,
+    /// The statement's predicateType, once its signature verified (one of
+    /// PREDICATE_TYPES); None for a report verified by its SSHSIG alone.
+    pub predicate_type: Option<&'static str>,
 }
 
 impl Verdict {
@@ -154,6 +165,7 @@ pub fn verify(inp: &Inputs) -> Verdict {
     let attested = predicate.or(report_json);
     if let Some(p) = &attested {
         check_attested(&mut v, p, inp.nonce, &keyid);
+        check_binary(&mut v, p, inp.binary_sha256);
     } else if inp.nonce.is_some() && v.problems.is_empty() && report_verified {
         v.fail(
             "nonce",
@@ -256,17 +268,19 @@ fn check_envelope(v: &mut Verdict, bytes: &[u8], vk: &VerifyingKey, keyid: &str)
         .get("predicateType")
         .and_then(Value::as_str)
         .unwrap_or("");
-    if pt != PREDICATE_TYPE {
+    let Some(pt) = PREDICATE_TYPES.iter().copied().find(|t| *t == pt) else {
         v.fail(
             "predicateType",
             format!(
-                "predicateType is {}, expected {PREDICATE_TYPE:?}",
-                shown(pt)
+                "predicateType is {}, expected {PREDICATE_TYPE:?} (a report) or {:?} (a teardown statement)",
+                shown(pt),
+                PREDICATE_TYPES[1]
             ),
         );
         return None;
-    }
-    v.passed.push(format!("predicateType {PREDICATE_TYPE}"));
+    };
+    v.predicate_type = Some(pt);
+    v.passed.push(format!("predicateType {pt}"));
     let Some(predicate) = st.get("predicate").filter(|p| p.is_object()).cloned() else {
         v.fail("statement", "the statement has no predicate object".into());
         return None;
@@ -372,6 +386,37 @@ fn check_attested(v: &mut Verdict, p: &Value, nonce: Option<&str>, keyid: &str) 
     }
 }
 
+/// The attested binary against the one the verifier placed: a signature by
+/// the right key over a report made by another binary (an older release, or
+/// one the workspace substituted) proves nothing about the placed one.
+fn check_binary(v: &mut Verdict, p: &Value, want: Option<&str>) {
+    let Some(want) = want else {
+        v.notes.push(
+            "binary not checked (no expected SHA-256): the report may have been made by another selfprobe binary".into(),
+        );
+        return;
+    };
+    let got = p.pointer("/tool/sha256").and_then(Value::as_str);
+    match got {
+        Some(got) if got.eq_ignore_ascii_case(want) => {
+            v.binary_checked = true;
+            v.passed
+                .push(format!("tool.sha256 is the expected binary {want}"));
+        }
+        Some(got) => v.fail(
+            "binary",
+            format!(
+                "tool.sha256 is {}, expected {want}: the report was made by another binary than the one placed",
+                shown(got)
+            ),
+        ),
+        None => v.fail(
+            "binary",
+            format!("the attestation names no tool.sha256, expected {want}"),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -399,6 +444,7 @@ mod tests {
         verify(&Inputs {
             pubkey,
             nonce,
+            binary_sha256: None,
             envelope: Some(("e.json", env)),
             sshsig: None,
         })
@@ -445,6 +491,48 @@ mod tests {
         assert!(v.attested.is_none());
 
         assert_eq!(checks(&run(s.verifying_key(), None, b"{}")), ["envelope"]);
+    }
+
+    #[test]
+    fn the_binary_is_checked_when_expected() {
+        let s = Signer::ephemeral().unwrap();
+        let (env, _) = signed(&s, "n1");
+        let with = |want: &str| {
+            verify(&Inputs {
+                pubkey: s.verifying_key(),
+                nonce: Some("n1"),
+                binary_sha256: Some(want),
+                envelope: Some(("e.json", &env)),
+                sshsig: None,
+            })
+        };
+        let v = with(&"AB".repeat(32));
+        assert!(v.valid(), "{:?}", v.problems);
+        assert!(v.binary_checked);
+        let v = with(&"cd".repeat(32));
+        assert_eq!(checks(&v), ["binary"]);
+        assert!(!v.binary_checked);
+        let v = run(s.verifying_key(), Some("n1"), &env);
+        assert!(!v.binary_checked);
+        assert!(v.notes.iter().any(|n| n.contains("binary not checked")));
+    }
+
+    #[test]
+    fn a_teardown_statement_verifies_and_says_its_type() {
+        let s = Signer::ephemeral().unwrap();
+        let (_, mut st) = signed(&s, "n1");
+        st["predicateType"] = super::super::TEARDOWN_PREDICATE_TYPE.into();
+        let env = Envelope::sign(&s, PAYLOAD_TYPE, &serde_json::to_vec(&st).unwrap());
+        let v = run(s.verifying_key(), Some("n1"), env.to_json().as_bytes());
+        assert!(v.valid(), "{:?}", v.problems);
+        assert_eq!(
+            v.predicate_type,
+            Some(super::super::TEARDOWN_PREDICATE_TYPE)
+        );
+        st["predicateType"] = "https://example.com/other".into();
+        let env = Envelope::sign(&s, PAYLOAD_TYPE, &serde_json::to_vec(&st).unwrap());
+        let v = run(s.verifying_key(), None, env.to_json().as_bytes());
+        assert_eq!(checks(&v), ["predicateType"]);
     }
 
     #[test]

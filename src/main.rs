@@ -14,7 +14,7 @@ use selfprobe::cli::{CanaryAction, Cli, Command, Format, PubkeyArgs, RunArgs, Ve
 use selfprobe::host::{self, Cleanup};
 use selfprobe::model::Exit;
 use selfprobe::report;
-use selfprobe::util::sanitize;
+use selfprobe::util::{panics, sanitize};
 
 /// What ended a command early: the code, and the message for stderr (None
 /// for a closed pipe: the reader left, and there is nobody to tell).
@@ -51,15 +51,12 @@ fn main() -> ExitCode {
     // process or other reader of the environment ever sees it.
     let env_key = keys::take_env_key();
     // Probe and worker threads report a panic as data (probe.incomplete,
-    // exit 3): silence those, and only those. A panic on the main thread is
-    // a bug and keeps Rust's message (and exit 101).
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if std::thread::current().name() == Some("main") {
-            default_hook(info);
-        }
-    }));
+    // exit 3), silently. A panic on the main thread is a bug and keeps
+    // Rust's message (and exit 101). The shipped build aborts on a panic;
+    // the hook is what keeps this (src/util/panics.rs).
+    panics::install();
     let cli = Cli::parse();
+    panics::planted(format_args!("main"));
     let result = match cli.command {
         Some(Command::ListChecks) => {
             emit(&report::catalog::list_checks(), Exit::Clean).map(|()| Exit::Clean)

@@ -6,6 +6,7 @@ pub mod command;
 pub mod glob;
 pub mod http1;
 pub mod jsonc;
+pub mod panics;
 pub mod path;
 pub mod redact;
 pub mod sanitize;

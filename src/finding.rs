@@ -7,9 +7,9 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
+use crate::util::digest::Sha256;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -224,7 +224,7 @@ pub fn finding_id(code: &str, subject: &str) -> String {
     h.update(code.as_bytes());
     h.update([0]);
     h.update(subject.as_bytes());
-    let d = h.finalize();
+    let d = h.finish();
     crate::util::codec::hex(&d[..6])
 }
 

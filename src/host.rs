@@ -558,7 +558,7 @@ fn inherited_ignore(sig: nix::sys::signal::Signal) -> bool {
 
 /// SHA-256 of the running binary, so a report names exactly what made it.
 pub fn self_sha256() -> Option<String> {
-    use sha2::{Digest, Sha256};
+    use crate::util::digest::Sha256;
     let mut f = File::open("/proc/self/exe").ok()?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
@@ -569,22 +569,19 @@ pub fn self_sha256() -> Option<String> {
         }
         h.update(&buf[..n]);
     }
-    // sha2's digest prints itself as lower-case hex.
-    Some(format!("{:x}", h.finalize()))
+    Some(crate::util::codec::hex(&h.finish()))
 }
 
 /// A random run id; falls back to a hash of time and pid where
 /// /dev/urandom is missing (a bare FROM scratch image without /dev).
 pub fn run_id() -> String {
-    use sha2::{Digest, Sha256};
     let mut bytes = [0u8; 8];
     let ok = File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
         .is_ok();
     if !ok {
-        let mut h = Sha256::new();
-        h.update(format!("{:?}{}", SystemTime::now(), std::process::id()));
-        bytes.copy_from_slice(&h.finalize()[..8]);
+        let seed = format!("{:?}{}", SystemTime::now(), std::process::id());
+        bytes.copy_from_slice(&crate::util::digest::sha256(seed.as_bytes())[..8]);
     }
     format!("{:016x}", u64::from_be_bytes(bytes))
 }

@@ -215,8 +215,7 @@ fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failu
     write_out(output.as_deref(), &text, &outputs, code)?;
     if let (Some(signer), Some(path)) = (&signer, &sshsig_path) {
         // Over the very bytes just written to -o.
-        let sig = attest::sshsig::sign(signer, text.as_bytes())
-            .map_err(|e| Failure::failed(format!("--sshsig: {e}")))?;
+        let sig = attest::sshsig::sign(signer, text.as_bytes());
         write_out(Some(path), &sig, &outputs, code).map_err(|f| f.within("--sshsig"))?;
     }
     if let (Some(signer), Some(path)) = (&signer, &attest_path) {

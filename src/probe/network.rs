@@ -14,6 +14,7 @@ pub mod proxy;
 pub mod resolve;
 
 pub mod tls;
+mod x509;
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, TcpStream};

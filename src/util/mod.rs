@@ -3,6 +3,8 @@
 
 pub mod codec;
 pub mod command;
+pub mod der;
+pub mod digest;
 pub mod glob;
 pub mod http1;
 pub mod jsonc;

@@ -293,15 +293,7 @@ impl Presented {
 }
 
 /// Subject and issuer of a DER certificate, as RFC 4514 strings.
-pub fn names(der: &[u8]) -> Option<(String, String)> {
-    use x509_cert::der::Decode;
-    let cert = x509_cert::Certificate::from_der(der).ok()?;
-    let clip = |s: String| s.chars().take(512).collect::<String>();
-    Some((
-        clip(cert.tbs_certificate.subject.to_string()),
-        clip(cert.tbs_certificate.issuer.to_string()),
-    ))
-}
+pub use super::x509::names;
 
 #[derive(Debug)]
 struct Capture {

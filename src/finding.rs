@@ -131,9 +131,7 @@ pub fn catalog() -> &'static [CodeInfo] {
     CATALOG.get_or_init(|| {
         // The catalog is compiled in and checked by a test, so a parse
         // failure here is a build defect, not bad input.
-        toml::from_str::<CodeCatalog>(CODES_TOML)
-            .expect("probes/codes.toml is embedded and validated by tests")
-            .code
+        crate::catalog::parse_embedded::<CodeCatalog>("codes.toml", CODES_TOML).code
     })
 }
 

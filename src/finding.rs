@@ -131,7 +131,7 @@ pub fn catalog() -> &'static [CodeInfo] {
     CATALOG.get_or_init(|| {
         // The catalog is compiled in and checked by a test, so a parse
         // failure here is a build defect, not bad input.
-        crate::catalog::parse_embedded::<CodeCatalog>("codes.toml", CODES_TOML).code
+        crate::util::embedded::parse::<CodeCatalog>("codes.toml", CODES_TOML).code
     })
 }
 

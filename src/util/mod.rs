@@ -5,6 +5,7 @@ pub mod codec;
 pub mod command;
 pub mod der;
 pub mod digest;
+pub mod embedded;
 pub mod glob;
 pub mod http1;
 pub mod jsonc;

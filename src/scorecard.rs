@@ -843,7 +843,7 @@ fn repo_scope(
             } else {
                 String::new()
             };
-            shown.sort_unstable();
+            crate::util::sort::sort(&mut shown);
             let others = format!(
                 "{} from the host ({}{tail})",
                 plural(r.other_host_mounts.len(), "other mount", "other mounts"),

@@ -830,7 +830,7 @@ fn inspect_profile(
             }
         }
     }
-    dirs[1..].sort();
+    crate::util::sort::sort(&mut dirs[1..]);
     for (name, dir) in &dirs {
         let mut any = false;
         for f in &fam.profile_files {

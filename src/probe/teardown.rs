@@ -182,7 +182,7 @@ pub fn collect(host: &Host, mounts: Option<&MountFacts>) -> Result<TeardownFacts
     for ws in mounts.workspace.iter() {
         dirs.push(ws.path.clone());
     }
-    dirs.sort();
+    crate::util::sort::sort(&mut dirs);
     dirs.dedup();
     for d in dirs {
         search(host, &d, MAX_ENTRIES, &mut f);

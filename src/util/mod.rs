@@ -14,6 +14,7 @@ pub mod path;
 pub mod redact;
 pub mod sanitize;
 pub mod socket;
+pub mod sort;
 pub mod text;
 pub mod walk;
 pub mod workers;

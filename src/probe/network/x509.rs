@@ -53,7 +53,7 @@ fn name(content: &[u8]) -> Option<String> {
             atvs.push((whole, attribute(atv)?));
         }
         // A SET OF in DER order, as `der` put it (a duplicate refused).
-        atvs.sort_by(|a, b| a.0.cmp(b.0));
+        crate::util::sort::sort_by(&mut atvs, |a, b| a.0.cmp(b.0));
         if atvs.windows(2).any(|w| w[0].0 == w[1].0) {
             return None;
         }

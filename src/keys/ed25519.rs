@@ -173,7 +173,8 @@ fn canon(mut a: Fe) -> Fe {
     a
 }
 
-fn add(a: &Fe, b: &Fe) -> Fe {
+/// a + b as 256-bit numbers (the caller knows it fits).
+fn add_raw(a: &Fe, b: &Fe) -> Fe {
     let mut r = [0u64; 4];
     let mut carry = 0u128;
     for i in 0..4 {
@@ -181,8 +182,12 @@ fn add(a: &Fe, b: &Fe) -> Fe {
         r[i] = s as u64;
         carry = s >> 64;
     }
+    r
+}
+
+fn add(a: &Fe, b: &Fe) -> Fe {
     // a, b < p < 2^255: no carry out of the top limb.
-    canon(r)
+    canon(add_raw(a, b))
 }
 
 fn sub(a: &Fe, b: &Fe) -> Fe {
@@ -200,14 +205,7 @@ fn sub(a: &Fe, b: &Fe) -> Fe {
         sub_raw(a, b)
     } else {
         // a + p < 2^256, and above b.
-        let mut ap = [0u64; 4];
-        let mut carry = 0u128;
-        for i in 0..4 {
-            let s = a[i] as u128 + P[i] as u128 + carry;
-            ap[i] = s as u64;
-            carry = s >> 64;
-        }
-        sub_raw(&ap, b)
+        sub_raw(&add_raw(a, &P), b)
     }
 }
 

@@ -91,6 +91,17 @@ pub(super) fn read(text: &str) -> R<Raw<'_>> {
     raw(&Spanned::new(span, DeValue::Table(root.into_inner())))
 }
 
+/// The policy's sections, in the order serde's error messages name them.
+const ROOT_FIELDS: &[&str] = &[
+    "workspace",
+    "network",
+    "capabilities",
+    "secrets",
+    "mcp",
+    "exception",
+    "severity",
+];
+
 fn raw<'a>(v: &Value<'a>) -> R<Raw<'a>> {
     let mut r = Raw {
         workspace: None,
@@ -101,19 +112,10 @@ fn raw<'a>(v: &Value<'a>) -> R<Raw<'a>> {
         exception: Vec::new(),
         severity: BTreeMap::new(),
     };
-    const FIELDS: &[&str] = &[
-        "workspace",
-        "network",
-        "capabilities",
-        "secrets",
-        "mcp",
-        "exception",
-        "severity",
-    ];
     fields(
         v,
         "Raw",
-        FIELDS,
+        ROOT_FIELDS,
         &[false, false, false, false, false, true, true],
         |key, v| {
             match key {
@@ -172,30 +174,38 @@ fn network<'a>(v: &Value<'a>) -> R<RawNetwork<'a>> {
 }
 
 fn capabilities(v: &Value<'_>) -> R<RawCapabilities> {
-    let mut c = RawCapabilities::default();
-    fields(v, "RawCapabilities", &["allow"], &[true], |_, v| {
-        c.allow = seq(v, string)?;
-        Ok(())
-    })?;
-    Ok(c)
+    let allow = one_field(v, "RawCapabilities", "allow", true, |v| seq(v, string))?;
+    Ok(RawCapabilities {
+        allow: allow.unwrap_or_default(),
+    })
 }
 
 fn secrets(v: &Value<'_>) -> R<RawSecrets> {
-    let mut s = RawSecrets::default();
-    fields(v, "RawSecrets", &["max_token_ttl"], &[false], |_, v| {
-        s.max_token_ttl = Some(string(v)?);
-        Ok(())
-    })?;
-    Ok(s)
+    Ok(RawSecrets {
+        max_token_ttl: one_field(v, "RawSecrets", "max_token_ttl", false, string)?,
+    })
 }
 
 fn mcp(v: &Value<'_>) -> R<RawMcp> {
-    let mut m = RawMcp::default();
-    fields(v, "RawMcp", &["approved"], &[false], |_, v| {
-        m.approved = Some(seq(v, string)?);
+    Ok(RawMcp {
+        approved: one_field(v, "RawMcp", "approved", false, |v| seq(v, string))?,
+    })
+}
+
+/// A struct of one field (`fields` with one name): its value, if given.
+fn one_field<'a, T>(
+    v: &Value<'a>,
+    name: &str,
+    field: &str,
+    defaulted: bool,
+    read: impl Fn(&Value<'a>) -> R<T>,
+) -> R<Option<T>> {
+    let mut got = None;
+    fields(v, name, &[field], &[defaulted], |_, v| {
+        got = Some(read(v)?);
         Ok(())
     })?;
-    Ok(m)
+    Ok(got)
 }
 
 fn exception(v: &Value<'_>) -> R<RawException> {
@@ -513,114 +523,73 @@ mod tests {
         x.as_ref().map(s).unwrap_or_default()
     }
 
-    /// Both readings, as one text each.
+    /// A reading as one text: the old and the new structs have the same
+    /// fields, so one macro writes both.
+    macro_rules! dump {
+        ($r:expr, $kind:ident) => {{
+            let r = $r;
+            let mut out = String::new();
+            if let Some(w) = &r.workspace {
+                out += &format!(
+                    "ws {} [{}] [{}]\n",
+                    opt(&w.path),
+                    list(&w.allow_mounts),
+                    list(&w.deny)
+                );
+            }
+            if let Some(n) = &r.network {
+                let vals = |v: &[Spanned<_>]| {
+                    v.iter()
+                        .map(|x| format!("{}@{:?}", $kind(x.get_ref()), x.span()))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                };
+                out += &format!(
+                    "net [{}] [{}] {} {}\n",
+                    vals(&n.allow),
+                    vals(&n.deny),
+                    n.defaults,
+                    opt(&n.timeout)
+                );
+            }
+            if let Some(c) = &r.capabilities {
+                out += &format!("caps [{}]\n", list(&c.allow));
+            }
+            if let Some(x) = &r.secrets {
+                out += &format!("secrets {}\n", opt(&x.max_token_ttl));
+            }
+            if let Some(m) = &r.mcp {
+                out += &format!("mcp {:?}\n", m.approved.as_deref().map(list));
+            }
+            for e in &r.exception {
+                let x = e.get_ref();
+                out += &format!(
+                    "exc@{:?} {} {:?} {:?} {:?} {}\n",
+                    e.span(),
+                    s(&x.code),
+                    x.subject,
+                    x.owner,
+                    x.reason,
+                    opt(&x.expires)
+                );
+            }
+            for (k, v) in &r.severity {
+                out += &format!("sev {} {}\n", s(k), s(v));
+            }
+            out
+        }};
+    }
+
     fn old(text: &str) -> Result<String, ReadError> {
         let r: Raw = toml::from_str(text).map_err(|e| ReadError {
             message: e.message().to_string(),
             span: e.span(),
         })?;
-        let mut out = String::new();
-        if let Some(w) = &r.workspace {
-            out += &format!(
-                "ws {} [{}] [{}]\n",
-                opt(&w.path),
-                list(&w.allow_mounts),
-                list(&w.deny)
-            );
-        }
-        if let Some(n) = &r.network {
-            let vals = |v: &[Spanned<toml::Value>]| {
-                v.iter()
-                    .map(|x| format!("{}@{:?}", kind_old(x.get_ref()), x.span()))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            };
-            out += &format!(
-                "net [{}] [{}] {} {}\n",
-                vals(&n.allow),
-                vals(&n.deny),
-                n.defaults,
-                opt(&n.timeout)
-            );
-        }
-        if let Some(c) = &r.capabilities {
-            out += &format!("caps [{}]\n", list(&c.allow));
-        }
-        if let Some(x) = &r.secrets {
-            out += &format!("secrets {}\n", opt(&x.max_token_ttl));
-        }
-        if let Some(m) = &r.mcp {
-            out += &format!("mcp {:?}\n", m.approved.as_deref().map(list));
-        }
-        for e in &r.exception {
-            let x = e.get_ref();
-            out += &format!(
-                "exc@{:?} {} {:?} {:?} {:?} {}\n",
-                e.span(),
-                s(&x.code),
-                x.subject,
-                x.owner,
-                x.reason,
-                opt(&x.expires)
-            );
-        }
-        for (k, v) in &r.severity {
-            out += &format!("sev {} {}\n", s(k), s(v));
-        }
-        Ok(out)
+        Ok(dump!(r, kind_old))
     }
 
     fn new(text: &str) -> Result<String, ReadError> {
-        let r = read(text)?;
-        let mut out = String::new();
-        if let Some(w) = &r.workspace {
-            out += &format!(
-                "ws {} [{}] [{}]\n",
-                opt(&w.path),
-                list(&w.allow_mounts),
-                list(&w.deny)
-            );
-        }
-        if let Some(n) = &r.network {
-            let vals = |v: &[Value<'_>]| {
-                v.iter()
-                    .map(|x| format!("{}@{:?}", kind_new(x.get_ref()), x.span()))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            };
-            out += &format!(
-                "net [{}] [{}] {} {}\n",
-                vals(&n.allow),
-                vals(&n.deny),
-                n.defaults,
-                opt(&n.timeout)
-            );
-        }
-        if let Some(c) = &r.capabilities {
-            out += &format!("caps [{}]\n", list(&c.allow));
-        }
-        if let Some(x) = &r.secrets {
-            out += &format!("secrets {}\n", opt(&x.max_token_ttl));
-        }
-        if let Some(m) = &r.mcp {
-            out += &format!("mcp {:?}\n", m.approved.as_deref().map(list));
-        }
-        for e in &r.exception {
-            let x = e.get_ref();
-            out += &format!(
-                "exc@{:?} {} {:?} {:?} {:?} {}\n",
-                e.span(),
-                s(&x.code),
-                x.subject,
-                x.owner,
-                x.reason,
-                opt(&x.expires)
-            );
-        }
-        for (k, v) in &r.severity {
-            out += &format!("sev {} {}\n", s(k), s(v));
-        }
-        Ok(out)
+        Ok(dump!(read(text)?, kind_new))
     }
 
     /// What destination_rule reads of a value: its kind, a string's text, a
@@ -714,17 +683,7 @@ mod tests {
             ("severity", &["\"mount.host-root\"", "x"]),
         ];
         for lit in LITERALS {
-            for root in [
-                "workspace",
-                "network",
-                "capabilities",
-                "secrets",
-                "mcp",
-                "exception",
-                "severity",
-                "aaa",
-                "zzz",
-            ] {
+            for root in ROOT_FIELDS.iter().chain(&["aaa", "zzz"]) {
                 docs.push(format!("{root} = {lit}\n"));
             }
             for (sec, fields) in sections {

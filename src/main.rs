@@ -46,15 +46,15 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
-    // First, while this is the only thread: take the signing key out of the
-    // environment (and out of /proc/self/environ), so no probe, child
-    // process or other reader of the environment ever sees it.
-    let env_key = keys::take_env_key();
     // Probe and worker threads report a panic as data (probe.incomplete,
     // exit 3), silently. A panic on the main thread is a bug and keeps
     // Rust's message (and exit 101). The shipped build aborts on a panic;
-    // the hook is what keeps this (src/util/panics.rs).
+    // the hook is what keeps this (src/util/panics.rs), so it goes first.
     panics::install();
+    // Then, while this is the only thread: take the signing key out of the
+    // environment (and out of /proc/self/environ), so no probe, child
+    // process or other reader of the environment ever sees it.
+    let env_key = keys::take_env_key();
     let cli = Cli::parse();
     panics::planted(format_args!("main"));
     let result = match cli.command {

@@ -152,7 +152,7 @@ impl Signer {
     }
 }
 
-/// The DSSE keyid (the README's Signed findings): hex SHA-256 of securesystemslib's
+/// The DSSE keyid (docs/signing.md): hex SHA-256 of securesystemslib's
 /// canonical JSON of the key (sorted keys, no spaces), which is what
 /// `SSlibKey.from_crypto` computes, so `Envelope.verify` matches it.
 pub fn keyid(vk: &VerifyingKey) -> String {

@@ -1,4 +1,4 @@
-//! The policy file: the workspace's task contract (the README's The policy file). Every error
+//! The policy file: the workspace's task contract (docs/policy.md). Every error
 //! names the file, the line and what was expected, like cargo-deny's config
 //! errors, because a policy is written by hand and read in CI logs.
 

@@ -1,4 +1,4 @@
-//! The boundary (the README's opening, "The boundary first"): which kind of isolation this process runs
+//! The boundary (docs/checks.md, "The boundary first"): which kind of isolation this process runs
 //! in, gathered once and read by the probes whose findings depend on it.
 //! Every finding is about a boundary, so the first fact is which one
 //! exists: namespaces on the host's kernel (a container), a kernel in user

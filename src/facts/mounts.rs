@@ -7,7 +7,7 @@
 //! filesystem reached through a host path.
 //!
 //! procfs (the crate) is set aside here: it does not unescape `\040` and
-//! fails a whole table on one line it cannot read (the README's Dependencies).
+//! fails a whole table on one line it cannot read (docs/layout.md, Dependencies).
 
 pub mod engine;
 pub mod parse;

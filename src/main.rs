@@ -10,7 +10,10 @@ use clap::Parser;
 use zeroize::Zeroizing;
 
 use selfprobe::attest::{self, keys, verify};
-use selfprobe::cli::{CanaryAction, Cli, Command, Format, PubkeyArgs, RunArgs, VerifyArgs};
+use selfprobe::cli::{
+    AttestAction, AttestFetchArgs, AttestPushArgs, CanaryAction, Cli, Command, Format, PubkeyArgs,
+    RunArgs, VerifyArgs,
+};
 use selfprobe::host::{self, Cleanup};
 use selfprobe::model::Exit;
 use selfprobe::report;
@@ -73,6 +76,13 @@ fn main() -> ExitCode {
         Some(Command::Canary {
             action: CanaryAction::Plant(args),
         }) => plant(args, env_key),
+        Some(Command::Attest { action }) => {
+            drop(env_key);
+            match action {
+                AttestAction::Push(args) => attest_push(args),
+                AttestAction::Fetch(args) => attest_fetch(args),
+            }
+        }
         None => run(cli.run, env_key),
     };
     finish(result)
@@ -297,4 +307,62 @@ fn pubkey(args: PubkeyArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit,
         ))),
         Err(e) => Err(usage(e.to_string())),
     }
+}
+
+/// A registry step's error: usage (exit 2) or a failed step (exit 3).
+fn registry_failure(e: selfprobe::registry::Error) -> Failure {
+    match e {
+        selfprobe::registry::Error::Usage(m) => Failure::usage(m),
+        selfprobe::registry::Error::Failed(m) => Failure::failed(m),
+    }
+}
+
+fn attest_push(args: AttestPushArgs) -> Result<Exit, Failure> {
+    let opts = selfprobe::registry::Options {
+        reference: args.reference,
+        insecure: args.registry.insecure,
+        timeout: args.registry.timeout,
+    };
+    let out = selfprobe::registry::push(&opts, &args.envelopes).map_err(registry_failure)?;
+    emit(&report::registry::push(&out), Exit::Clean)?;
+    Ok(Exit::Clean)
+}
+
+fn attest_fetch(args: AttestFetchArgs) -> Result<Exit, Failure> {
+    let usage = |e: String| Failure::usage(format!("attest fetch: {e}"));
+    if let Some(n) = &args.nonce {
+        attest::check_nonce(n).map_err(|e| usage(e.to_string()))?;
+    }
+    let pubkey = match &args.pubkey {
+        Some(p) => {
+            let bytes =
+                keys::read_public_file(p, MAX_VERIFY_INPUT).map_err(|e| usage(e.to_string()))?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| usage(format!("{}: not text", p.display())))?;
+            Some(
+                keys::parse_public_key(&text)
+                    .map_err(|e| usage(format!("--pubkey {}: {e}", p.display())))?,
+            )
+        }
+        None => None,
+    };
+    let opts = selfprobe::registry::Options {
+        reference: args.reference,
+        insecure: args.registry.insecure,
+        timeout: args.registry.timeout,
+    };
+    let fetch = selfprobe::registry::FetchOptions {
+        pubkey,
+        nonce: args.nonce,
+        out_dir: args.out_dir,
+    };
+    let (_, outputs) = cleanup_on_signal()?;
+    let out = selfprobe::registry::fetch(&opts, &fetch, &outputs).map_err(registry_failure)?;
+    let code = if out.valid() {
+        Exit::Clean
+    } else {
+        Exit::Findings
+    };
+    emit(&report::registry::fetch(&out), code)?;
+    Ok(code)
 }

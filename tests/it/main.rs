@@ -34,6 +34,7 @@ mod network;
 mod procfs;
 mod proxies;
 mod quiet;
+mod registry;
 mod repro_artifacts;
 mod secrets;
 mod secrets_hostile;

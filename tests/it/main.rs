@@ -24,6 +24,7 @@ mod containers_secrets;
 mod containers_usage;
 mod deadline;
 mod engines;
+mod feature;
 mod fixtures;
 mod fuzz_regressions;
 mod helpers;

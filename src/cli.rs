@@ -49,6 +49,12 @@ pub enum Command {
         #[command(subcommand)]
         action: CanaryAction,
     },
+    /// Copy this binary to DIR/selfprobe: for an initContainer whose image has no cp (deploy/kubernetes)
+    Install {
+        /// An existing directory, e.g. an emptyDir the workload container mounts
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
     /// Attestations in an OCI registry: attach envelopes to an image, fetch and verify them
     Attest {
         #[command(subcommand)]

@@ -76,6 +76,10 @@ fn main() -> ExitCode {
         Some(Command::Canary {
             action: CanaryAction::Plant(args),
         }) => plant(args, env_key),
+        Some(Command::Install { dir }) => {
+            drop(env_key);
+            install(&dir)
+        }
         Some(Command::Attest { action }) => {
             drop(env_key);
             match action {
@@ -365,4 +369,46 @@ fn attest_fetch(args: AttestFetchArgs) -> Result<Exit, Failure> {
     };
     emit(&report::registry::fetch(&out), code)?;
     Ok(code)
+}
+
+/// The largest binary `install` copies: the shipped one is a few MiB.
+const MAX_SELF: u64 = 64 << 20;
+
+/// `selfprobe install DIR`: this very binary (read through /proc/self/exe,
+/// so a moved or replaced file on disk does not matter) to DIR/selfprobe,
+/// mode 0755, whole or not at all (a new file beside it, then a rename).
+fn install(dir: &std::path::Path) -> Result<Exit, Failure> {
+    use std::os::unix::fs::PermissionsExt;
+    if !dir.is_dir() {
+        return Err(Failure::usage(format!(
+            "install: {} is not a directory: expected an existing directory (an emptyDir mount)",
+            dir.display()
+        )));
+    }
+    let bytes = host::read_regular(std::path::Path::new("/proc/self/exe"), MAX_SELF + 1)
+        .map_err(|e| Failure::failed(format!("install: cannot read /proc/self/exe: {e}")))?;
+    if bytes.len() as u64 > MAX_SELF {
+        return Err(Failure::failed(format!(
+            "install: /proc/self/exe is larger than {MAX_SELF} bytes: not the selfprobe binary"
+        )));
+    }
+    let dest = dir.join("selfprobe");
+    let tmp = dir.join(format!(".selfprobe.{}", std::process::id()));
+    let fail = |e: std::io::Error| {
+        let _ = std::fs::remove_file(&tmp);
+        Failure::failed(format!("install: cannot write {}: {e}", dest.display()))
+    };
+    std::fs::write(&tmp, &bytes).map_err(fail)?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).map_err(fail)?;
+    std::fs::rename(&tmp, &dest).map_err(fail)?;
+    let sha = selfprobe::registry::sha256(&bytes);
+    emit(
+        &format!(
+            "selfprobe install: {} ({} bytes, {sha})\n",
+            dest.display(),
+            bytes.len()
+        ),
+        Exit::Clean,
+    )?;
+    Ok(Exit::Clean)
 }

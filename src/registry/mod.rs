@@ -234,7 +234,12 @@ pub struct EnvelopeFile {
 pub fn read_envelope(path: &Path, image_hex: &str) -> Result<EnvelopeFile, Error> {
     let name = path.display().to_string();
     let usage = |why: String| Error::Usage(format!("attest push: {name}: {why}"));
-    let bytes = read_regular(path, MAX_BLOB as u64).map_err(|e| usage(e.to_string()))?;
+    let bytes = read_regular(path, MAX_BLOB as u64 + 1).map_err(|e| usage(e.to_string()))?;
+    if bytes.len() > MAX_BLOB {
+        return Err(usage(format!(
+            "larger than {MAX_BLOB} bytes: not an envelope selfprobe wrote"
+        )));
+    }
     let env: Envelope = serde_json::from_slice(&bytes).map_err(|e| {
         usage(format!(
             "not a DSSE envelope ({e}): expected the file --attest wrote"

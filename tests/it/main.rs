@@ -30,6 +30,7 @@ mod fuzz_regressions;
 mod helpers;
 mod hostile_fs;
 mod hostile_scale;
+mod kubernetes;
 mod layout;
 mod network;
 mod procfs;

@@ -89,6 +89,9 @@ pub struct AttestPushArgs {
     /// DSSE envelopes written by `selfprobe --attest FILE`
     #[arg(value_name = "ENVELOPE", required = true)]
     pub envelopes: Vec<PathBuf>,
+    /// Wait up to DURATION for the envelopes to appear (a container beside the probe's in a Pod: --attest writes each whole, then renames it into place)
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub wait: Option<Duration>,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }

@@ -327,6 +327,9 @@ fn attest_push(args: AttestPushArgs) -> Result<Exit, Failure> {
         insecure: args.registry.insecure,
         timeout: args.registry.timeout,
     };
+    if let Some(w) = args.wait {
+        selfprobe::registry::wait_for(&args.envelopes, w).map_err(registry_failure)?;
+    }
     let out = selfprobe::registry::push(&opts, &args.envelopes).map_err(registry_failure)?;
     emit(&report::registry::push(&out), Exit::Clean)?;
     Ok(Exit::Clean)

@@ -329,6 +329,31 @@ pub struct PushOutcome {
     pub session: Session,
 }
 
+/// Waits until every file exists, polling, for at most `wait`: the probe
+/// in another container writes each whole and renames it into place, so a
+/// file that exists is complete.
+pub fn wait_for(files: &[PathBuf], wait: Duration) -> Result<(), Error> {
+    let deadline = Instant::now() + wait;
+    loop {
+        let missing: Vec<String> = files
+            .iter()
+            .filter(|f| !f.is_file())
+            .map(|f| f.display().to_string())
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::Failed(format!(
+                "attest push: {} did not appear within --wait ({})",
+                missing.join(", "),
+                format!("{:?}", wait)
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 pub fn push(opts: &Options, files: &[PathBuf]) -> Result<PushOutcome, Error> {
     let envs = files
         .iter()

@@ -349,6 +349,32 @@ fn attest_push_and_fetch_with_an_anonymous_registry() {
         "{out}"
     );
     assert!(out.contains("auth       anonymous"), "{out}");
+
+    // --wait: a push started before the envelope exists (a container
+    // beside the probe's) pushes it once it is renamed into place.
+    let digest = reg.push_image("team/app", "v9", None);
+    let later = dir.path.join("later.intoto.json");
+    let child = Command::new(BIN)
+        .env_clear()
+        .env("HOME", &home)
+        .args(["attest", "push", &format!("{}/team/app@{digest}", reg.addr)])
+        .arg(&later)
+        .args(["--wait", "30s"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let tmp = dir.path.join(".later.tmp");
+    std::fs::copy(dir.path.join("one.intoto.json"), &tmp).unwrap();
+    std::fs::rename(&tmp, &later).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "push --wait: {}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("now lists 1 (0 kept, 1 added)"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]

@@ -326,6 +326,7 @@ fn attest_push(args: AttestPushArgs) -> Result<Exit, Failure> {
         reference: args.reference,
         insecure: args.registry.insecure,
         timeout: args.registry.timeout,
+        resolver: name_resolver,
     };
     if let Some(w) = args.wait {
         selfprobe::registry::wait_for(&args.envelopes, w).map_err(registry_failure)?;
@@ -357,6 +358,7 @@ fn attest_fetch(args: AttestFetchArgs) -> Result<Exit, Failure> {
         reference: args.reference,
         insecure: args.registry.insecure,
         timeout: args.registry.timeout,
+        resolver: name_resolver,
     };
     let fetch = selfprobe::registry::FetchOptions {
         pubkey,
@@ -414,4 +416,21 @@ fn install(dir: &std::path::Path) -> Result<Exit, Failure> {
         Exit::Clean,
     )?;
     Ok(Exit::Clean)
+}
+
+/// The registry client's name resolver: the network probe's own, without
+/// NSS (/etc/hosts, then the nameservers of /etc/resolv.conf, bounded by
+/// the deadline), handed in here so that src/registry imports no probe.
+fn name_resolver() -> selfprobe::registry::client::Resolver {
+    use selfprobe::probe::network::{dial::Dial, resolve};
+    let host = host::Host::new(
+        std::path::PathBuf::from("/"),
+        std::time::Duration::from_secs(60),
+    );
+    let conf = resolve::ResolverConf::load(&host);
+    Box::new(move |name, deadline| {
+        resolve::resolve(&conf, &Dial::default(), name, deadline)
+            .map(|r| r.addrs)
+            .map_err(|e| e.message)
+    })
 }

@@ -11,8 +11,7 @@
 //! message.
 
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::mpsc;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use rustls::ClientConnection;
@@ -76,8 +75,13 @@ pub struct Client {
     /// The scope asked of a token service: pull, or pull and push.
     actions: &'static str,
     deadline: Instant,
+    resolver: Resolver,
     pub session: Session,
 }
+
+/// Resolves a host name (never an IP literal or localhost) to addresses
+/// within a deadline.
+pub type Resolver = Box<dyn Fn(&str, Instant) -> Result<Vec<IpAddr>, String> + Send + Sync>;
 
 /// A connection, plain or TLS.
 enum Conn {
@@ -184,6 +188,7 @@ impl Client {
         tls: Tls,
         creds: Lookup,
         push: bool,
+        resolver: Resolver,
         deadline: Instant,
     ) -> Client {
         let plain_ok = insecure || reference.is_loopback();
@@ -197,6 +202,7 @@ impl Client {
             authz: None,
             actions: if push { "pull,push" } else { "pull" },
             deadline,
+            resolver,
             session: Session {
                 auth: "anonymous".into(),
                 ..Session::default()
@@ -531,7 +537,7 @@ impl Client {
         max: usize,
         deadline: Instant,
     ) -> Result<Response, String> {
-        let tcp = connect(&url.host, url.port, deadline)?;
+        let tcp = connect(&url.host, url.port, &self.resolver, deadline)?;
         let mut conn = match url.scheme {
             Scheme::Http => Conn::Plain(tcp),
             Scheme::Https => match self.tls.handshake(tcp, &url.host, deadline) {
@@ -627,9 +633,15 @@ pub fn registry_errors(body: &[u8]) -> String {
 }
 
 /// The addresses of `host`: an IP literal, localhost as loopback (RFC
-/// 6761), else the C library's resolver in a thread of its own, so a
-/// resolver that hangs cannot outlast the deadline.
-fn addrs(host: &str, port: u16, deadline: Instant) -> Result<Vec<SocketAddr>, String> {
+/// 6761), else what `resolver` says (selfprobe's own resolver, handed in by
+/// main: a static binary has no NSS, and the C library's getaddrinfo would
+/// bring NSS's code into the binary for nothing).
+fn addrs(
+    host: &str,
+    port: u16,
+    resolver: &Resolver,
+    deadline: Instant,
+) -> Result<Vec<SocketAddr>, String> {
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, port)]);
     }
@@ -640,31 +652,26 @@ fn addrs(host: &str, port: u16, deadline: Instant) -> Result<Vec<SocketAddr>, St
             SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), port),
         ]);
     }
-    let (tx, rx) = mpsc::channel();
-    let name = host.to_string();
-    std::thread::Builder::new()
-        .name("registry-resolve".into())
-        .spawn(move || {
-            let r = (name.as_str(), port)
-                .to_socket_addrs()
-                .map(|a| a.take(8).collect::<Vec<_>>());
-            let _ = tx.send(r);
-        })
-        .map_err(|e| format!("cannot start the resolver thread: {e}"))?;
-    let left = deadline.saturating_duration_since(Instant::now());
-    match rx.recv_timeout(left) {
-        Ok(Ok(a)) if !a.is_empty() => Ok(a),
-        Ok(Ok(_)) => Err(format!("the name {host} has no address")),
-        Ok(Err(e)) => Err(format!("the name {host} does not resolve: {e}")),
-        Err(_) => Err(format!(
-            "the name {host} did not resolve before the deadline"
-        )),
+    let ips =
+        resolver(host, deadline).map_err(|e| format!("the name {host} does not resolve: {e}"))?;
+    if ips.is_empty() {
+        return Err(format!("the name {host} has no address"));
     }
+    Ok(ips
+        .into_iter()
+        .take(8)
+        .map(|ip| SocketAddr::new(ip, port))
+        .collect())
 }
 
-fn connect(host: &str, port: u16, deadline: Instant) -> Result<TcpStream, String> {
+fn connect(
+    host: &str,
+    port: u16,
+    resolver: &Resolver,
+    deadline: Instant,
+) -> Result<TcpStream, String> {
     let mut last = String::from("no address");
-    for a in addrs(host, port, deadline)? {
+    for a in addrs(host, port, resolver, deadline)? {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(format!(

@@ -49,7 +49,7 @@ use crate::attest::verify::{self, Verdict};
 use crate::host::{read_regular, Cleanup, Host};
 use crate::util::tls::Tls;
 use crate::util::{codec, sanitize};
-use client::{registry_errors, Client, Session, MAX_BLOB, MAX_MANIFEST};
+use client::{registry_errors, Client, Resolver, Session, MAX_BLOB, MAX_MANIFEST};
 pub use reference::Reference;
 
 pub const ENVELOPE_MEDIA_TYPE: &str = "application/vnd.dsse.envelope.v1+json";
@@ -92,6 +92,9 @@ pub struct Options {
     pub reference: Reference,
     pub insecure: bool,
     pub timeout: Duration,
+    /// How registry names are resolved (main hands in selfprobe's own
+    /// resolver: /etc/hosts, then /etc/resolv.conf's nameservers).
+    pub resolver: fn() -> Resolver,
 }
 
 pub fn sha256(b: &[u8]) -> String {
@@ -112,6 +115,7 @@ fn client(opts: &Options, push: bool) -> Result<Client, Error> {
         tls,
         creds,
         push,
+        (opts.resolver)(),
         Instant::now() + opts.timeout,
     ))
 }
@@ -345,9 +349,8 @@ pub fn wait_for(files: &[PathBuf], wait: Duration) -> Result<(), Error> {
         }
         if Instant::now() >= deadline {
             return Err(Error::Failed(format!(
-                "attest push: {} did not appear within --wait ({})",
+                "attest push: {} did not appear within --wait ({wait:?})",
                 missing.join(", "),
-                format!("{:?}", wait)
             )));
         }
         std::thread::sleep(Duration::from_millis(200));

@@ -537,3 +537,124 @@ fn attest_push_and_fetch_with_htpasswd_over_tls_and_credentials_never_shown() {
     }
     assert!(!hay.contains(user), "not even the user name is shown");
 }
+
+/// The distribution spec's token flow: docker-registry with token
+/// authentication sends clients to a token service (the test's own, on
+/// 127.0.0.1), whose JWT the registry checks against the issuer's
+/// certificate. attest push and fetch get a token with the credentials
+/// from the auth file, for the scope the challenge names; wrong
+/// credentials are named; neither the password nor any token is printed.
+#[test]
+fn attest_push_and_fetch_with_a_token_service() {
+    let test = "attest_push_and_fetch_with_a_token_service";
+    if !ready(test, TOOLS) {
+        return;
+    }
+    let dir = TempPath::dir("reg-token").unwrap();
+    let password = format!("canary-{}", unique("tokpw"));
+    let user = "selfprobe-token-user";
+    let tokens = crate::common::registry::TokenServer::start(&dir.path, user, &password);
+    let realm = tokens.realm();
+    let reg = Registry::start_with(
+        None,
+        Some(&crate::common::registry::TokenAuth {
+            realm: &realm,
+            service: crate::common::registry::TOKEN_SERVICE,
+            issuer: crate::common::registry::TOKEN_ISSUER,
+            bundle: &tokens.bundle,
+        }),
+        false,
+    );
+    let auth = Auth {
+        user,
+        password: &password,
+    };
+    let authfile = auth_file(&dir.path, "auth.json", &reg.addr, &auth);
+    let wrong = format!("canary-wrong-{}", unique("tokpw"));
+    let wrongfile = auth_file(
+        &dir.path,
+        "wrong.json",
+        &reg.addr,
+        &Auth {
+            user,
+            password: &wrong,
+        },
+    );
+    let home = dir.path.join("home");
+    std::fs::create_dir(&home).unwrap();
+    let h = home.to_str().unwrap();
+    let digest = reg.push_image("team/app", "v1", Some(&authfile));
+    let mut seen = Seen::default();
+    let s = signed(&dir.path, &mut seen);
+    let reference = format!("{}/team/app@{digest}", reg.addr);
+    let env = [
+        ("HOME", h),
+        ("REGISTRY_AUTH_FILE", authfile.to_str().unwrap()),
+    ];
+    for e in &s.envelopes {
+        let o = seen.sp(&env, &["attest", "push", &reference, e.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "push with a token: {}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(
+            out.contains(&format!(
+                "auth       bearer token from {realm} (credentials from {})",
+                authfile.display()
+            )),
+            "{out}"
+        );
+    }
+    let o = seen.sp(
+        &env,
+        &[
+            "attest",
+            "fetch",
+            &reference,
+            "--pubkey",
+            s.pubkey.to_str().unwrap(),
+            "--nonce",
+            NONCE,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "fetch with a token: {}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("2 attestation(s), 2 verified."),
+        "{}",
+        text(&o)
+    );
+    // Anonymous: the token service refuses; wrong credentials: the same, named.
+    for (file, what) in [
+        (None, "anonymously (no credentials found)"),
+        (Some(&wrongfile), "with the credentials from"),
+    ] {
+        let mut e = vec![("HOME", h)];
+        if let Some(f) = file {
+            e.push(("REGISTRY_AUTH_FILE", f.to_str().unwrap()));
+        }
+        let o = seen.sp(&e, &["attest", "fetch", &reference]);
+        assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(
+            err.contains(&format!(
+                "registry {}: the token service {realm} refused a token {what}",
+                reg.addr
+            )) && err.contains("401"),
+            "{err}"
+        );
+    }
+    let issued = tokens.issued.lock().unwrap().clone();
+    assert!(issued.len() >= 3, "tokens were issued: {}", issued.len());
+    let hay = String::from_utf8_lossy(&seen.0);
+    let mut pats = vec![password.clone(), wrong.clone()];
+    for p in [&password, &wrong] {
+        pats.push(Base64::encode_string(format!("{user}:{p}").as_bytes()));
+    }
+    for t in &issued {
+        pats.push(t.split('.').nth(2).unwrap().to_string());
+    }
+    for p in &pats {
+        assert!(
+            !hay.contains(p.as_str()),
+            "a credential or token ({p}) appears in the output:\n{hay}"
+        );
+    }
+}

@@ -85,11 +85,34 @@ fn pem(label: &str, der: &[u8]) -> String {
     s
 }
 
+/// The distribution spec's token authentication: the registry sends
+/// clients to `realm` for a JWT that `issuer` signed with the key of the
+/// certificate in `bundle`.
+pub struct TokenAuth<'a> {
+    pub realm: &'a str,
+    pub service: &'a str,
+    pub issuer: &'a str,
+    pub bundle: &'a Path,
+}
+
 impl Registry {
     /// Starts one; panics with its log when it does not come up.
     pub fn start(auth: Option<&Auth>, tls: bool) -> Registry {
+        Registry::start_with(auth, None, tls)
+    }
+
+    pub fn start_with(auth: Option<&Auth>, token: Option<&TokenAuth>, tls: bool) -> Registry {
         let dir = TempPath::dir("registry").expect("registry dir");
         let mut extra = String::new();
+        if let Some(t) = token {
+            extra.push_str(&format!(
+                "auth:\n  token:\n    realm: {}\n    service: {}\n    issuer: {}\n    rootcertbundle: {}\n",
+                t.realm,
+                t.service,
+                t.issuer,
+                t.bundle.display()
+            ));
+        }
         if let Some(a) = auth {
             let htpasswd = dir.path.join("htpasswd");
             let mut c = Command::new("htpasswd")
@@ -303,4 +326,166 @@ pub fn auth_file(dir: &Path, name: &str, registry: &str, auth: &Auth) -> PathBuf
     )
     .unwrap();
     p
+}
+
+/// A token service of the test's own, for docker-registry's token
+/// authentication: on 127.0.0.1, it answers `GET /token?…` with a JWT
+/// (ES256, the signing certificate in its x5c header) granting what the
+/// scope asks, when the request carries `user:password` as Basic
+/// credentials, and 401 otherwise. Every token it issued is kept, so a test
+/// can check none is printed. Stopped on drop.
+pub struct TokenServer {
+    pub port: u16,
+    pub bundle: PathBuf,
+    pub issued: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+pub const TOKEN_SERVICE: &str = "selfprobe-test-registry";
+pub const TOKEN_ISSUER: &str = "selfprobe-test-token-issuer";
+
+fn b64url(b: &[u8]) -> String {
+    use base64ct::{Base64UrlUnpadded, Encoding};
+    Base64UrlUnpadded::encode_string(b)
+}
+
+/// An ASN.1 ECDSA signature (SEQUENCE of two INTEGERs) as JWS's r||s.
+fn der_to_raw(der: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut i = 2; // SEQUENCE, length (short form for P-256)
+    for _ in 0..2 {
+        assert_eq!(der[i], 0x02, "an INTEGER");
+        let len = der[i + 1] as usize;
+        let mut v = &der[i + 2..i + 2 + len];
+        while v.len() > 32 && v[0] == 0 {
+            v = &v[1..];
+        }
+        out.extend(std::iter::repeat(0u8).take(32 - v.len()));
+        out.extend_from_slice(v);
+        i += 2 + len;
+    }
+    out
+}
+
+impl TokenServer {
+    pub fn start(dir: &Path, user: &str, password: &str) -> TokenServer {
+        use base64ct::{Base64, Encoding};
+        use rcgen::SigningKey;
+        use std::io::Read;
+        let key = rcgen::KeyPair::generate().expect("a P-256 key");
+        let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.distinguished_name = rcgen::DistinguishedName::new();
+        p.distinguished_name
+            .push(rcgen::DnType::CommonName, "selfprobe test token issuer");
+        let cert = p.self_signed(&key).unwrap();
+        let bundle = dir.join("token-issuer.crt");
+        std::fs::write(&bundle, cert.pem()).unwrap();
+        let x5c = Base64::encode_string(cert.der());
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let expected = format!(
+            "Basic {}",
+            Base64::encode_string(format!("{user}:{password}").as_bytes())
+        );
+        let user = user.to_string();
+        let issued = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (issued2, stop2) = (issued.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+                let (mut c, _) = match listener.accept() {
+                    Ok(c) => c,
+                    Err(_) => {
+                        std::thread::sleep(Duration::from_millis(10));
+                        continue;
+                    }
+                };
+                let _ = c.set_nonblocking(false);
+                let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut req = Vec::new();
+                let mut b = [0u8; 4096];
+                while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 65536 {
+                    match c.read(&mut b) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => req.extend_from_slice(&b[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&req).into_owned();
+                let authorized = head
+                    .lines()
+                    .filter_map(|l| l.split_once(':'))
+                    .any(|(k, v)| k.eq_ignore_ascii_case("authorization") && v.trim() == expected);
+                let target = head.split_whitespace().nth(1).unwrap_or("").to_string();
+                let scopes: Vec<String> = target
+                    .split(['?', '&'])
+                    .filter_map(|kv| kv.strip_prefix("scope="))
+                    .map(|v| {
+                        v.replace("%3A", ":")
+                            .replace("%2F", "/")
+                            .replace("%2C", ",")
+                    })
+                    .collect();
+                let answer = if !authorized || !target.starts_with("/token") {
+                    "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: 70\r\nConnection: close\r\n\r\n{\"errors\":[{\"code\":\"UNAUTHORIZED\",\"message\":\"bad user or password\"}]}\n".to_string()
+                } else {
+                    let access: Vec<serde_json::Value> = scopes
+                        .iter()
+                        .filter_map(|s| {
+                            let mut p = s.splitn(3, ':');
+                            let (t, n, a) = (p.next()?, p.next()?, p.next()?);
+                            Some(serde_json::json!({"type": t, "name": n, "actions": a.split(',').collect::<Vec<_>>()}))
+                        })
+                        .collect();
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap()
+                        .as_secs();
+                    let header = serde_json::json!({"typ": "JWT", "alg": "ES256", "x5c": [x5c]});
+                    let claims = serde_json::json!({
+                        "iss": TOKEN_ISSUER, "sub": user, "aud": TOKEN_SERVICE,
+                        "exp": now + 300, "nbf": now - 10, "iat": now,
+                        "jti": unique("jti"), "access": access,
+                    });
+                    let input = format!(
+                        "{}.{}",
+                        b64url(header.to_string().as_bytes()),
+                        b64url(claims.to_string().as_bytes())
+                    );
+                    let sig = der_to_raw(&key.sign(input.as_bytes()).unwrap());
+                    let jwt = format!("{input}.{}", b64url(&sig));
+                    issued2.lock().unwrap().push(jwt.clone());
+                    let body =
+                        serde_json::json!({"token": jwt, "access_token": jwt, "expires_in": 300})
+                            .to_string();
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                };
+                let _ = std::io::Write::write_all(&mut c, answer.as_bytes());
+            }
+        });
+        TokenServer {
+            port,
+            bundle,
+            issued,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn realm(&self) -> String {
+        format!("http://127.0.0.1:{}/token", self.port)
+    }
+}
+
+impl Drop for TokenServer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }

@@ -658,3 +658,81 @@ fn attest_push_and_fetch_with_a_token_service() {
         );
     }
 }
+
+/// Bad input is refused before anything is sent, with what was expected;
+/// a registry that is not there is a failed step naming it.
+#[test]
+fn attest_usage_errors_and_an_absent_registry() {
+    let dir = TempPath::dir("reg-usage").unwrap();
+    let mut seen = Seen::default();
+    let d = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    let o = seen.sp(&[], &["attest", "push", "127.0.0.1:5000/app:v1", "x.json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no @sha256:… digest"),
+        "{}",
+        text(&o)
+    );
+    let not_env = dir.path.join("report.json");
+    std::fs::write(&not_env, "{\"schema\": \"x\"}").unwrap();
+    let o = seen.sp(
+        &[],
+        &[
+            "attest",
+            "push",
+            &format!("127.0.0.1:9/app@{d}"),
+            not_env.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not a DSSE envelope"),
+        "{}",
+        text(&o)
+    );
+    // Nothing listens on 127.0.0.1:9 (discard): refused, named.
+    let o = seen.sp(
+        &[],
+        &[
+            "attest",
+            "fetch",
+            &format!("127.0.0.1:9/app@{d}"),
+            "--timeout",
+            "5s",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(
+        err.contains("registry 127.0.0.1:9:") && err.contains("connection refused"),
+        "{err}"
+    );
+    // A broken auth file is a usage error that names the file, not its bytes.
+    let bad = dir.path.join("auth.json");
+    std::fs::write(
+        &bad,
+        "{\"auths\": {\"127.0.0.1:9\": {\"auth\": \"!canary-bytes!\"}}}",
+    )
+    .unwrap();
+    let o = seen.sp(
+        &[("REGISTRY_AUTH_FILE", bad.to_str().unwrap())],
+        &["attest", "fetch", &format!("127.0.0.1:9/app@{d}")],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(
+        err.contains(bad.to_str().unwrap()) && err.contains("not base64"),
+        "{err}"
+    );
+    assert!(!String::from_utf8_lossy(&seen.0).contains("canary-bytes"));
+    // install: a directory is expected.
+    let o = seen.sp(&[], &["install", not_env.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = seen.sp(&[], &["install", dir.path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(
+        std::fs::read(dir.path.join("selfprobe")).unwrap(),
+        std::fs::read(BIN).unwrap(),
+        "install copies this very binary"
+    );
+}

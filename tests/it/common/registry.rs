@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::netserve;
-use super::podman::{run_bounded, skip_or_fail, unique, TempPath};
+use super::podman::{run_bounded, skip_or_fail, stop_child, unique, TempPath};
 
 pub struct Registry {
     child: Child,
@@ -300,17 +300,7 @@ impl Registry {
 
 impl Drop for Registry {
     fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop_child(&mut self.child);
     }
 }
 
@@ -361,7 +351,7 @@ fn der_to_raw(der: &[u8]) -> Vec<u8> {
         while v.len() > 32 && v[0] == 0 {
             v = &v[1..];
         }
-        out.extend(std::iter::repeat(0u8).take(32 - v.len()));
+        out.extend(std::iter::repeat_n(0u8, 32 - v.len()));
         out.extend_from_slice(v);
         i += 2 + len;
     }

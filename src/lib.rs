@@ -12,6 +12,7 @@ pub mod keys;
 pub mod model;
 pub mod policy;
 pub mod probe;
+pub mod registry;
 pub mod report;
 pub mod run;
 pub mod scorecard;

@@ -5,6 +5,7 @@ pub mod catalog;
 pub mod json;
 pub mod junit;
 pub mod plant;
+pub mod registry;
 pub mod sarif;
 pub mod text;
 pub mod verify;

@@ -37,4 +37,5 @@ mod quiet;
 mod repro_artifacts;
 mod secrets;
 mod secrets_hostile;
+mod sentences;
 mod signals;

@@ -8,5 +8,6 @@ pub mod other_user;
 pub mod podman;
 pub mod proxies;
 pub mod report;
+pub mod sentences;
 pub mod shipped;
 pub mod tree;

@@ -119,138 +119,140 @@ fn proxy_enforces(f: &Finding) -> Option<String> {
     ))
 }
 
+impl Control {
+    /// A control as most are: every finding counts, an owned exception
+    /// leaves it at 1, no finding is its 0 whatever the severity, none is
+    /// a note, none shows it working. The table below says where one is not.
+    const fn new(
+        key: &'static str,
+        name: &'static str,
+        probes: &'static [&'static str],
+        rubric: [&'static str; 3],
+    ) -> Control {
+        Control {
+            key,
+            name,
+            probes,
+            rubric,
+            floor: Severity::Info,
+            excepted: 1,
+            zero: None,
+            notes: &[],
+            credit: None,
+        }
+    }
+}
+
 pub const CONTROLS: &[Control] = &[
-    Control {
-        key: "repo-scope",
-        name: "Repo scope",
-        // The boundary first: without knowing whether a container exists
-        // at all, the workspace's scope cannot be 2.
-        probes: &["boundary", "mounts", "writable", "devices"],
-        rubric: [
+    // The boundary first: without knowing whether a container exists at
+    // all, the workspace's scope cannot be 2.
+    Control::new(
+        "repo-scope",
+        "Repo scope",
+        &["boundary", "mounts", "writable", "devices"],
+        [
             "Broad host mounts",
             "Repo mount but extra paths visible",
             "Single clean repo/worktree and explicit denied paths",
         ],
-        floor: Severity::Info,
-        excepted: 1,
-        zero: None,
-        notes: &[],
-        credit: None,
-    },
+    ),
     Control {
-        key: "engine-socket",
-        name: "Engine socket",
-        probes: &[
-            "sockets",
-            "privilege",
-            "rootpaths",
-            "namespaces",
-            "devices",
-            "writable",
-        ],
-        rubric: [
-            "Host socket mounted",
-            "Mounted for convenience with manual review",
-            "No host socket or tightly mediated task-specific service",
-        ],
         floor: Severity::High,
-        excepted: 1,
-        zero: None,
-        notes: &[],
-        credit: None,
+        ..Control::new(
+            "engine-socket",
+            "Engine socket",
+            &[
+                "sockets",
+                "privilege",
+                "rootpaths",
+                "namespaces",
+                "devices",
+                "writable",
+            ],
+            [
+                "Host socket mounted",
+                "Mounted for convenience with manual review",
+                "No host socket or tightly mediated task-specific service",
+            ],
+        )
     },
     Control {
-        key: "secret-boundary",
-        name: "Secret boundary",
-        probes: &["secrets"],
-        rubric: [
-            "Long-lived host secrets exposed",
-            "Task secrets but weak TTL/rotation",
-            "Short-lived scoped secret injection and named rotation owner",
-        ],
-        floor: Severity::Info,
-        excepted: 1,
-        zero: None,
         notes: &["secret.package-data"],
-        credit: None,
+        ..Control::new(
+            "secret-boundary",
+            "Secret boundary",
+            &["secrets"],
+            [
+                "Long-lived host secrets exposed",
+                "Task secrets but weak TTL/rotation",
+                "Short-lived scoped secret injection and named rotation owner",
+            ],
+        )
     },
     Control {
-        key: "network-policy",
-        name: "Network policy",
-        probes: &["network"],
-        rubric: [
-            "Unrestricted network",
-            "Some proxy or manual domain controls",
-            "Default-deny or audited allowlist for the task",
-        ],
-        floor: Severity::Info,
-        excepted: 1,
-        zero: None,
-        notes: &[],
         credit: Some(proxy_enforces),
+        ..Control::new(
+            "network-policy",
+            "Network policy",
+            &["network"],
+            [
+                "Unrestricted network",
+                "Some proxy or manual domain controls",
+                "Default-deny or audited allowlist for the task",
+            ],
+        )
     },
     Control {
-        key: "cache-policy",
-        name: "Cache policy",
-        probes: &["caches"],
-        rubric: [
-            "Host/global caches shared blindly",
-            "Some isolated caches",
-            "Sensitive caches separated, owned, and cleaned or retained intentionally",
-        ],
-        floor: Severity::Info,
         excepted: 2,
-        zero: None,
-        notes: &[],
-        credit: None,
+        ..Control::new(
+            "cache-policy",
+            "Cache policy",
+            &["caches"],
+            [
+                "Host/global caches shared blindly",
+                "Some isolated caches",
+                "Sensitive caches separated, owned, and cleaned or retained intentionally",
+            ],
+        )
     },
-    Control {
-        key: "browser-isolation",
-        name: "Browser isolation",
-        probes: &["browsers"],
-        rubric: [
+    Control::new(
+        "browser-isolation",
+        "Browser isolation",
+        &["browsers"],
+        [
             "Personal browser profile exposed",
             "Dedicated profile reused indefinitely",
             "Dedicated profile with allowed domains and reset rule",
         ],
-        floor: Severity::Info,
-        excepted: 1,
-        zero: None,
-        notes: &[],
-        credit: None,
-    },
+    ),
     Control {
-        key: "reproducibility",
-        name: "Reproducibility",
-        probes: &["repro", "writable"],
-        rubric: [
-            "Pet container",
-            "Dockerfile/devcontainer exists but drifts",
-            "Pinned image, tool versions, lockfiles, and setup contract",
-        ],
-        floor: Severity::Info,
-        excepted: 1,
         zero: Some(pet_container),
-        notes: &[],
-        credit: None,
+        ..Control::new(
+            "reproducibility",
+            "Reproducibility",
+            &["repro", "writable"],
+            [
+                "Pet container",
+                "Dockerfile/devcontainer exists but drifts",
+                "Pinned image, tool versions, lockfiles, and setup contract",
+            ],
+        )
     },
+    // The rubric's 1 point is "volumes/logs remain": logs on persistent
+    // mounts come from the artifacts walk, shell histories from the secrets
+    // search; without all three teardown cannot be scored.
     Control {
-        key: "teardown",
-        name: "Teardown",
-        // The rubric's 1 point is "volumes/logs remain": logs on persistent
-        // mounts come from the artifacts walk, shell histories from the
-        // secrets search; without all three teardown cannot be scored.
-        probes: &["teardown", "artifacts", "secrets"],
-        rubric: [
-            "Manual unknown cleanup",
-            "Container removed but volumes/logs remain",
-            "Automated artifact export plus container, volume, cache, and credential cleanup",
-        ],
-        floor: Severity::Info,
         excepted: 2,
-        zero: None,
-        notes: &[],
-        credit: None,
+        ..Control::new(
+            "teardown",
+            "Teardown",
+            &["teardown", "artifacts", "secrets"],
+            [
+                "Manual unknown cleanup",
+                "Container removed but volumes/logs remain",
+                "Automated artifact export plus container, volume, cache, and credential cleanup",
+            ],
+        )
     },
 ];
 
@@ -402,7 +404,8 @@ pub fn score_observed(findings: &[Finding], records: &[ProbeRecord], obs: &Obser
             let mut why = d.reason;
             if notes > 0 {
                 why.push_str(&format!(
-                    " ({notes} note(s) below {}, covered by an owned exception or package data do not lower it)",
+                    " ({} below {}, under an owned exception or package data: they do not lower it)",
+                    plural(notes, "note", "notes"),
                     c.floor
                 ));
             }
@@ -636,7 +639,7 @@ impl Observed {
                 canaries: t.canaries.len(),
             });
         }
-        o.sockets_checked = facts.sockets.as_ref().map(|s| s.sockets.len());
+        o.sockets_checked = facts.sockets.as_ref().map(|s| s.tried);
         o.network = facts.network.as_ref().map(|n| {
             use crate::probe::network::{List, Verdict};
             let of = |l: List| n.destinations.iter().filter(move |d| d.list == l);
@@ -762,16 +765,10 @@ fn seen(c: &Control, obs: &Observed) -> Option<String> {
                 plural(n, "path", "paths")
             )
         }),
-        "secret-boundary" => obs.secrets.as_ref().map(|s| {
-            format!(
-                "the secret search read this process's environment and {} of others, {} and {} ({} entries, {} candidate files opened)",
-                plural(s.processes_read, "process", "processes"),
-                plural(s.homes, "home", "homes"),
-                plural(s.roots, "search root", "search roots"),
-                s.entries,
-                s.files_checked
-            )
-        }),
+        "secret-boundary" => obs
+            .secrets
+            .as_ref()
+            .map(|s| format!("the secret search read {}", secret_search(s))),
         "network-policy" => obs.network.as_ref().map(|n| {
             format!(
                 "deny destinations: {} of {} refused or unreachable; allow destinations: {} of {} reached",
@@ -835,6 +832,20 @@ fn seen(c: &Control, obs: &Observed) -> Option<String> {
         }),
         _ => None,
     }
+}
+
+/// What the secret search read: "this process's environment and 4
+/// processes of others, 2 homes and 3 search roots (40 entries, 1
+/// candidate file opened)".
+fn secret_search(s: &SecretsSeen) -> String {
+    format!(
+        "this process's environment and {} of others, {} and {} ({} entries, {} opened)",
+        plural(s.processes_read, "process", "processes"),
+        plural(s.homes, "home", "homes"),
+        plural(s.roots, "search root", "search roots"),
+        s.entries,
+        plural(s.files_checked, "candidate file", "candidate files")
+    )
 }
 
 /// A 0 or 1: the findings that decided it, then what was looked at.
@@ -914,14 +925,7 @@ fn describe(
             if lowest == 2 {
                 let seen = match &obs.secrets {
                     Some(s) => {
-                        let mut t = format!(
-                            "no credential reachable: this process's environment and {} of others, {} and {} ({} entries, {} candidate files opened)",
-                            plural(s.processes_read, "process", "processes"),
-                            plural(s.homes, "home", "homes"),
-                            plural(s.roots, "search root", "search roots"),
-                            s.entries,
-                            s.files_checked
-                        );
+                        let mut t = format!("no credential reachable: {}", secret_search(s));
                         if s.package_trees > 0 {
                             t.push_str(&format!(
                                 "; {} hold their packages' own test keys (secret.package-data, not credentials)",
@@ -1174,7 +1178,12 @@ fn repo_scope(
             if from_host {
                 format!("{ws_desc} and {others} are mounted")
             } else {
-                format!("{ws_clause}; {others} are mounted")
+                let verb = if r.other_host_mounts.len() == 1 {
+                    "is"
+                } else {
+                    "are"
+                };
+                format!("{ws_clause}; {others} {verb} mounted")
             }
         }
     };
@@ -1255,21 +1264,26 @@ mod tests {
         }
     }
 
+    /// The probes every control but the later phases' rests on, then
+    /// those of phases 4 and 5.
+    const PROBES: &[&str] = &[
+        "boundary",
+        "mounts",
+        "writable",
+        "devices",
+        "sockets",
+        "privilege",
+        "rootpaths",
+        "namespaces",
+        "repro",
+        "caches",
+        "browsers",
+        "artifacts",
+    ];
+
     #[test]
     fn scores_follow_the_rubric() {
-        let recs: Vec<ProbeRecord> = [
-            "boundary",
-            "mounts",
-            "writable",
-            "devices",
-            "sockets",
-            "privilege",
-            "rootpaths",
-            "namespaces",
-        ]
-        .into_iter()
-        .map(rec)
-        .collect();
+        let recs: Vec<ProbeRecord> = PROBES[..8].iter().copied().map(rec).collect();
         let fs = vec![Finding::new(
             "engine.socket-reachable",
             "/var/run/docker.sock",
@@ -1301,23 +1315,7 @@ mod tests {
     }
 
     fn all_records() -> Vec<ProbeRecord> {
-        [
-            "boundary",
-            "mounts",
-            "writable",
-            "devices",
-            "sockets",
-            "privilege",
-            "rootpaths",
-            "namespaces",
-            "repro",
-            "caches",
-            "browsers",
-            "artifacts",
-        ]
-        .into_iter()
-        .map(rec)
-        .collect()
+        PROBES.iter().copied().map(rec).collect()
     }
 
     fn control<'a>(sc: &'a Scorecard, key: &str) -> &'a ControlScore {
@@ -1334,7 +1332,7 @@ mod tests {
         let sc = score(&notes, &recs);
         let es = control(&sc, "engine-socket");
         assert_eq!(es.score, Some(2), "{}", es.reason);
-        assert!(es.reason.contains("2 note(s)"), "{}", es.reason);
+        assert!(es.reason.contains("2 notes below high"), "{}", es.reason);
         assert_eq!(es.findings.len(), 2, "notes are still listed");
         assert!(es.decisive.is_empty());
         let sc = score(&[Finding::new("priv.privileged", "container", "m")], &recs);

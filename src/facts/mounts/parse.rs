@@ -125,27 +125,13 @@ fn parse_line(line: &str) -> Result<Mount, &'static str> {
 
 /// The kernel escapes space, tab, newline and backslash as \ooo octal.
 pub fn unescape(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() {
-            let oct = &b[i + 1..i + 4];
-            if oct.iter().all(|c| (b'0'..=b'7').contains(c)) {
-                let v = (oct[0] - b'0') as u32 * 64
-                    + (oct[1] - b'0') as u32 * 8
-                    + (oct[2] - b'0') as u32;
-                if v <= 255 {
-                    out.push(v as u8);
-                    i += 4;
-                    continue;
-                }
-            }
+    crate::util::codec::unescape_with(s, b'\\', 3, |oct| {
+        if !oct.iter().all(|c| (b'0'..=b'7').contains(c)) {
+            return None;
         }
-        out.push(b[i]);
-        i += 1;
-    }
-    out
+        let v = oct.iter().fold(0u32, |v, c| v * 8 + u32::from(c - b'0'));
+        u8::try_from(v).ok()
+    })
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ fn capture(name: &str) -> String {
 /// A container tree whose mountinfo is the capture, with a regular file or a
 /// directory at every mount point the capture's container would have, so
 /// that a misclassified engine file shows as writable host data.
-fn tree(name: &str) -> Fixture {
+pub(crate) fn tree(name: &str) -> Fixture {
     let text = capture(name);
     let f = Fixture::container(name, &text, &data("plain.status"));
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -813,7 +813,7 @@ fn systemd_nspawn_propagation_directory() {
 
 /// A tree that is a mount table and nothing else: no /proc/self/ns links,
 /// no status, no PID 1; a directory at every mount point.
-fn table_only(name: &str) -> Fixture {
+pub(crate) fn table_only(name: &str) -> Fixture {
     let text = capture(name);
     let f = Fixture::bare(name);
     f.file("proc/self/mountinfo", &text);

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::common::fixture::{data, Fixture, BIN, DATA};
+use crate::common::fixture::{data, Fixture, DATA};
 use crate::common::sentences::{grammar, report_problems, rubric};
 
 #[test]
@@ -166,27 +166,12 @@ fn a_corpus_of_fixture_runs_says_nothing_the_checker_catches() {
         .collect();
     names.sort();
     for name in &names {
-        let text = fs::read_to_string(dir.join(name).join("mountinfo")).unwrap();
-        let c = Fixture::container(name, &text, &data("plain.status"));
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let mp = line
-                .split(' ')
-                .nth(4)
-                .unwrap_or("/")
-                .trim_start_matches('/');
-            if !mp.is_empty() && !mp.starts_with("proc") && !mp.starts_with("sys") {
-                c.dir(mp);
-            }
-        }
-        add(&run(&c, &[], &[]));
+        add(&run(&crate::captures::tree(name), &[], &[]));
         // The same table alone: nothing decides the boundary.
-        let t = Fixture::bare(name);
-        t.file("proc/self/mountinfo", &text);
-        add(&run(&t, &[], &[]));
+        add(&run(&crate::captures::table_only(name), &[], &[]));
     }
-    // An empty tree, and the binary with no --root's tree at all.
+    // An empty tree.
     add(&run(&Fixture::bare("words-empty"), &[], &[]));
-    assert!(std::path::Path::new(BIN).exists());
     eprintln!(
         "sentences: {} codes reported by the corpus: {}",
         seen_codes.len(),

@@ -777,7 +777,7 @@ fn seen(c: &Control, obs: &Observed) -> Option<String> {
         }),
         "cache-policy" => obs.caches.as_ref().map(|k| {
             let names: Vec<String> = k.caches.iter().map(|(n, _, _)| n.clone()).collect();
-            let found = found(&names, 4, ("cache", "caches"), "no package, model or build cache");
+            let found = found(&names, 4, ("cache", "caches"), "no package, model or build cache directory");
             format!(
                 "{found} found in {} and {} looked at",
                 plural(k.homes, "home", "homes"),
@@ -1737,7 +1737,7 @@ mod tests {
         );
         assert_eq!(
             reason("cache-policy"),
-            "no package, model or build cache found in 1 home and 30 cache locations looked at"
+            "no package, model or build cache directory found in 1 home and 30 cache locations looked at"
         );
         assert_eq!(
             control(&sc, "browser-isolation").level.as_deref(),
@@ -1761,7 +1761,7 @@ mod tests {
         );
         assert_eq!(
             control(&sc, "cache-policy").reason,
-            "cache.shared-writable /root/.cache/pip; no package, model or build cache found in 1 home and 30 cache locations looked at"
+            "cache.shared-writable /root/.cache/pip; no package, model or build cache directory found in 1 home and 30 cache locations looked at"
         );
     }
 

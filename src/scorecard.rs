@@ -813,10 +813,10 @@ fn seen(c: &Control, obs: &Observed) -> Option<String> {
                 None => "no pinned image".to_string(),
             };
             format!(
-                "{contract}; {image}; {}; {} of {} locked",
+                "{contract}; {image}; {}; manifests locked: {} of {}",
                 plural(r.tool_pins, "tool pin", "tool pins"),
                 r.locked,
-                plural(r.manifests, "manifest", "manifests")
+                r.manifests
             )
         }),
         "teardown" => obs.teardown.as_ref().map(|t| {

@@ -231,39 +231,17 @@ fn search(host: &Host, d: &Path, max: usize, f: &mut TeardownFacts) {
     }
 }
 
+/// A finding on a path, which its evidence names too.
+fn at_path(code: &str, path: &str, msg: String) -> Finding {
+    Finding::new(code, path, msg).with("path", path)
+}
+
 pub fn evaluate(f: &TeardownFacts, run_id: &str) -> Vec<Finding> {
-    let mut out = Vec::new();
-    for found in &f.canaries {
-        match &found.canary {
-            Some(c) if c.run_id != run_id => out.push(
-                Finding::new(
-                    "teardown.canary-survived",
-                    &found.path,
-                    format!(
-                        "a canary planted by run {} at {} in {} is still here: state from that run survived its teardown",
-                        c.run_id, c.planted_at, c.location
-                    ),
-                )
-                .with("path", found.path.clone())
-                .with("canary_run_id", c.run_id.clone())
-                .with("planted_at", c.planted_at.clone())
-                .with("planted_in", c.location.clone())
-                .with("planted_host_path", c.host_path.clone())
-                .with("signature", c.signature_state())
-                .with("keyid", c.signature.as_ref().map(|s| s.keyid.clone())),
-            ),
-            Some(_) => {}
-            None => out.push(
-                Finding::new(
-                    "teardown.canary-survived",
-                    &found.path,
-                    format!("{} is named like a selfprobe canary but could not be read as one", found.path),
-                )
-                .with("path", found.path.clone())
-                .with("error", found.error.clone()),
-            ),
-        }
-    }
+    let mut out: Vec<Finding> = f
+        .canaries
+        .iter()
+        .filter_map(|found| survived(found, run_id))
+        .collect();
     for d in &f.truncated {
         out.push(
             Finding::new(
@@ -278,21 +256,44 @@ pub fn evaluate(f: &TeardownFacts, run_id: &str) -> Vec<Finding> {
         );
     }
     for l in f.persistent.iter().filter(|l| l.writable && !l.allowed) {
+        let what = format!("{} ({} {})", l.path, l.class, l.host_path);
         out.push(
-            Finding::new(
+            at_path(
                 "teardown.persistent-writable",
                 &l.path,
-                format!(
-                    "{} ({} {}) is writable and outlives the workspace",
-                    l.path, l.class, l.host_path
-                ),
+                format!("{what} is writable and outlives the workspace"),
             )
-            .with("path", l.path.clone())
             .with("host_path", l.host_path.clone())
             .with("class", l.class),
         );
     }
     out
+}
+
+/// teardown.canary-survived for a canary of another run, or for a file
+/// named like one that could not be read as one; None for this run's own.
+fn survived(found: &Found, run_id: &str) -> Option<Finding> {
+    let code = "teardown.canary-survived";
+    let Some(c) = &found.canary else {
+        let msg = format!(
+            "{} is named like a selfprobe canary but could not be read as one",
+            found.path
+        );
+        return Some(at_path(code, &found.path, msg).with("error", found.error.clone()));
+    };
+    (c.run_id != run_id).then(|| {
+        let msg = format!(
+            "a canary planted by run {} at {} in {} is still here: state from that run survived its teardown",
+            c.run_id, c.planted_at, c.location
+        );
+        at_path(code, &found.path, msg)
+            .with("canary_run_id", c.run_id.clone())
+            .with("planted_at", c.planted_at.clone())
+            .with("planted_in", c.location.clone())
+            .with("planted_host_path", c.host_path.clone())
+            .with("signature", c.signature_state())
+            .with("keyid", c.signature.as_ref().map(|s| s.keyid.clone()))
+    })
 }
 
 #[derive(Debug, Clone, Serialize)]

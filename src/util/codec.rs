@@ -69,6 +69,34 @@ pub fn hex(bytes: &[u8]) -> String {
     s
 }
 
+/// `s` with each escape `MARKER d…d` (`width` digits that `digits` reads
+/// as one byte) replaced by that byte; anything else, a lone marker or an
+/// escape whose digits do not make a byte, kept as it is. The one loop
+/// behind mountinfo's `\ooo` octal (facts/mounts/parse.rs) and a URL's
+/// `%hh` (probe/network/proxy.rs).
+pub fn unescape_with(
+    s: &str,
+    marker: u8,
+    width: usize,
+    digits: fn(&[u8]) -> Option<u8>,
+) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == marker && i + width < b.len() {
+            if let Some(v) = digits(&b[i + 1..i + 1 + width]) {
+                out.push(v);
+                i += 1 + width;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -40,4 +40,5 @@ mod registry;
 mod repro_artifacts;
 mod secrets;
 mod secrets_hostile;
+mod sentences;
 mod signals;

@@ -9,5 +9,6 @@ pub mod podman;
 pub mod proxies;
 pub mod registry;
 pub mod report;
+pub mod sentences;
 pub mod shipped;
 pub mod tree;

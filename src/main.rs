@@ -10,7 +10,11 @@ use clap::Parser;
 use zeroize::Zeroizing;
 
 use selfprobe::attest::{self, keys, verify};
-use selfprobe::cli::{CanaryAction, Cli, Command, Format, PubkeyArgs, RunArgs, VerifyArgs};
+use selfprobe::cli::{
+    CanaryAction, Cli, Command, DiffArgs, DiffFormat, Format, PubkeyArgs, RunArgs, SummaryArgs,
+    SummaryFormat, VerifyArgs,
+};
+use selfprobe::compare;
 use selfprobe::host::{self, Cleanup};
 use selfprobe::model::Exit;
 use selfprobe::report;
@@ -73,6 +77,8 @@ fn main() -> ExitCode {
         Some(Command::Canary {
             action: CanaryAction::Plant(args),
         }) => plant(args, env_key),
+        Some(Command::Diff(args)) => diff(args),
+        Some(Command::Summary(args)) => summary(args),
         None => run(cli.run, env_key),
     };
     finish(result)
@@ -297,4 +303,60 @@ fn pubkey(args: PubkeyArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit,
         ))),
         Err(e) => Err(usage(e.to_string())),
     }
+}
+
+// `selfprobe diff` and `selfprobe summary`: the work is src/compare's; here
+// only the printing and the exit code.
+
+fn compared(r: Result<compare::Outcome, compare::Stop>) -> Result<compare::Outcome, Failure> {
+    r.map_err(|s| Failure {
+        code: s.exit,
+        message: Some(s.message),
+    })
+}
+
+fn diff(args: DiffArgs) -> Result<Exit, Failure> {
+    let format = match args.format {
+        DiffFormat::Text => compare::DiffFormat::Text,
+        DiffFormat::Json => compare::DiffFormat::Json,
+    };
+    let out = compared(compare::diff_command(
+        &args.a,
+        &args.b,
+        args.pubkey.as_deref(),
+        args.policy.as_deref(),
+        format,
+    ))
+    .map_err(|f| f.within("diff"))?;
+    for w in &out.warnings {
+        warn(&format!("diff: {w}"));
+    }
+    emit(&out.text, out.exit)?;
+    Ok(out.exit)
+}
+
+fn summary(args: SummaryArgs) -> Result<Exit, Failure> {
+    let format = match args.format {
+        SummaryFormat::Text => compare::SummaryFormat::Text,
+        SummaryFormat::Json => compare::SummaryFormat::Json,
+        SummaryFormat::Sarif => compare::SummaryFormat::Sarif,
+        SummaryFormat::Junit => compare::SummaryFormat::Junit,
+        SummaryFormat::Html => compare::SummaryFormat::Html,
+    };
+    let out = compared(compare::summary_command(
+        &args.paths,
+        &args.pubkey,
+        args.nonces.as_deref(),
+        args.binary_sha256.clone(),
+        format,
+    ))
+    .map_err(|f| f.within("summary"))?;
+    // Bad inputs are in the output too; stderr says so where a format has
+    // no place for them (SARIF, JUnit).
+    for w in &out.warnings {
+        warn(&format!("summary: {w}"));
+    }
+    let (_, files) = cleanup_on_signal()?;
+    write_out(args.output.as_deref(), &out.text, &files, out.exit)?;
+    Ok(out.exit)
 }

@@ -205,7 +205,14 @@ fn walk_dir(dir: &Path, depth: usize, f: &mut Found, count: &mut usize) {
             f.inspections.push(path);
             continue;
         }
-        if NOT_WORKSPACES.contains(&name.as_str()) || !t.is_file() {
+        if NOT_WORKSPACES.contains(&name.as_str()) {
+            continue;
+        }
+        if !t.is_file() {
+            if stem(&name).is_some() {
+                f.notes
+                    .push(format!("{}: not a regular file, not read", path.display()));
+            }
             continue;
         }
         let Some((stem, role)) = stem(&name) else {

@@ -427,12 +427,8 @@ fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
         }
     }
     let not_probed = inspected.is_some_and(|i| i.not_probed.is_some());
-    if report_env.is_none()
-        && teardown.is_none()
-        && w.problems.is_empty()
-        && report.is_none()
-        && !not_probed
-    {
+    let named_report = inspected.is_some_and(|i| i.report.is_some());
+    if g.files.is_empty() && !not_probed && !named_report {
         w.problems
             .push("no report, envelope or teardown statement".into());
     }

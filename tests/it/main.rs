@@ -10,6 +10,7 @@ mod boundary;
 mod captures;
 mod cli;
 mod codes;
+mod compare;
 mod containers;
 mod containers_agents;
 mod containers_artifacts;

@@ -20,6 +20,7 @@ mod containers_formats;
 mod containers_hostile;
 mod containers_mounts;
 mod containers_network;
+mod containers_parity;
 mod containers_realistic;
 mod containers_secrets;
 mod containers_usage;

@@ -148,3 +148,45 @@ pub fn chromium_run(bin: &Path, profile: &Path, args: &[&str], url: &str) -> Out
     .arg(url);
     run_bounded(cmd, Duration::from_secs(90), None).unwrap_or_else(|e| panic!("chromium: {e}"))
 }
+
+/// What `selfprobe diff` and `selfprobe summary` print about `report`, in
+/// every format, for the canary suites' grep: diff against the same report
+/// with every list of its inventory emptied (so each entry is "only in A",
+/// its value printed), and summary of the report copied by hand.
+pub fn host_side_outputs(report: &Value) -> Vec<(String, String)> {
+    fn empty_lists(v: &mut Value) {
+        match v {
+            Value::Array(a) => a.clear(),
+            Value::Object(m) => m.values_mut().for_each(empty_lists),
+            _ => {}
+        }
+    }
+    let dir = super::podman::TempPath::dir("hostside").unwrap();
+    let a = dir.path.join("report.json");
+    std::fs::write(&a, report.to_string()).unwrap();
+    let mut bare = report.clone();
+    empty_lists(&mut bare["inventory"]);
+    let b = dir.path.join("emptied.json");
+    std::fs::write(&b, bare.to_string()).unwrap();
+    let run = |args: &[&str]| {
+        let o = Command::new(super::fixture::BIN)
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+    };
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let mut out = Vec::new();
+    for f in ["text", "json"] {
+        out.push((format!("diff {f}"), run(&["diff", "--format", f, a, b])));
+    }
+    for f in ["text", "json", "sarif", "junit", "html"] {
+        out.push((format!("summary {f}"), run(&["summary", "--format", f, a])));
+    }
+    assert!(
+        out[1].1.contains("\"only in A\""),
+        "the diff shows the report's entries: {}",
+        out[1].1
+    );
+    out
+}

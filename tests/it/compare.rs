@@ -548,3 +548,29 @@ fn summary_of_an_inspection_directory_and_of_hand_copied_files() {
     assert_eq!(code, 2, "a private key is no --pubkey");
     assert!(err.contains("--pubkey"), "{err}");
 }
+
+/// docs/parity.md lists exactly the keys the source compares, with their
+/// axes: a key is documented when it is added, and none is renamed.
+#[test]
+fn the_documented_keys_are_the_compared_ones() {
+    let doc = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/parity.md")).unwrap();
+    let rows: Vec<(String, String)> = doc
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            if cells.len() != 5 {
+                return None;
+            }
+            let key = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((key.to_string(), cells.get(2)?.to_string()))
+        })
+        .collect();
+    let want: Vec<(String, String)> = selfprobe::compare::facts::KEYS
+        .iter()
+        .map(|(k, _)| {
+            let axis = selfprobe::compare::facts::Axis::of(k).unwrap();
+            (k.to_string(), axis.as_str().to_string())
+        })
+        .collect();
+    assert_eq!(rows, want);
+}

@@ -76,6 +76,130 @@ pub fn classify(bytes: &[u8]) -> Result<Kind, String> {
     )
 }
 
+/// `classify`, but first from the shape the file's role leads one to
+/// expect, looking only at its ends: an envelope as selfprobe writes it
+/// names `"payloadType"` within its last bytes (after the payload), a
+/// report its schema within its first. Anything else takes the full scan.
+/// A wrong guess costs nothing: the verifier or the parser then refuses
+/// the file with its own reason.
+pub fn classify_as(bytes: &[u8], role: Role) -> Result<Kind, String> {
+    const END: usize = 512;
+    let head = &bytes[..bytes.len().min(END)];
+    let tail = &bytes[bytes.len().saturating_sub(END)..];
+    let has = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+    let starts_object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    if starts_object {
+        match role {
+            Role::Envelope | Role::Teardown
+                if has(tail, b"\"payloadType\"") || has(head, b"\"payloadType\"") =>
+            {
+                return Ok(Kind::Envelope)
+            }
+            Role::Report if has(head, br#""schema": "https://selfprobe.dev/schema/report/"#) => {
+                return Ok(Kind::Report)
+            }
+            _ => {}
+        }
+    }
+    classify(bytes)
+}
+
+/// Whether `bytes` is JSON equal to `want` (as `Value`'s `==` says),
+/// decided while parsing it, without building it: a summary compares a
+/// thousand report files with their attested copies.
+pub fn json_equals(bytes: &[u8], want: &serde_json::Value) -> bool {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let same = serde::de::DeserializeSeed::deserialize(Same(want), &mut de).unwrap_or(false);
+    same && de.end().is_ok()
+}
+
+struct Same<'a>(&'a serde_json::Value);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Same<'_> {
+    type Value = bool;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+/// An object key, borrowed from the input when it holds no escape.
+struct Key<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Same<'_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<bool, E> {
+        Ok(self.0.as_bool() == Some(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<bool, E> {
+        Ok(*self.0 == v)
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<bool, E> {
+        Ok(*self.0 == v)
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<bool, E> {
+        Ok(*self.0 == v)
+    }
+    fn visit_str<E>(self, v: &str) -> Result<bool, E> {
+        Ok(self.0.as_str() == Some(v))
+    }
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(self.0.is_null())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        let want = self.0.as_array();
+        let (mut i, mut same) = (0, want.is_some());
+        loop {
+            let got = match want.and_then(|a| a.get(i)) {
+                Some(w) if same => seq.next_element_seed(Same(w))?,
+                _ => seq.next_element::<serde::de::IgnoredAny>()?.map(|_| false),
+            };
+            match got {
+                Some(s) => same &= s,
+                None => break,
+            }
+            i += 1;
+        }
+        Ok(same && want.is_some_and(|a| a.len() == i))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        let want = self.0.as_object();
+        let (mut n, mut same) = (0, want.is_some());
+        while let Some(Key(k)) = map.next_key::<Key>()? {
+            match want.and_then(|o| o.get(k.as_ref())) {
+                Some(w) if same => same &= map.next_value_seed(Same(w))?,
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    same = false;
+                }
+            }
+            n += 1;
+        }
+        Ok(same && want.is_some_and(|o| o.len() == n))
+    }
+}
+
 /// The role a file name gives within an inspection directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Role {
@@ -294,6 +418,51 @@ mod tests {
         assert_eq!(classify(br#"{"name":"pkg"}"#), Ok(Kind::Other));
         assert!(classify(b"[1,2]").is_err());
         assert!(classify(b"{\"schema\": ").is_err());
+    }
+
+    #[test]
+    fn equality_while_parsing_is_values_equality() {
+        let a = r#"{"b": [1, 2.5, "x\u0041", null, true, {"k": -3}], "a": {}}"#;
+        let v: serde_json::Value = serde_json::from_str(a).unwrap();
+        assert!(json_equals(a.as_bytes(), &v));
+        for other in [
+            r#"{"b": [1, 2.5, "xA", null, true, {"k": -3}], "a": {}, "c": 1}"#,
+            r#"{"b": [1, 2.5, "xA", null, true], "a": {}}"#,
+            r#"{"b": [1, 2.5, "xA", null, true, {"k": -3}, 7], "a": {}}"#,
+            r#"{"b": [1, 2.5, "xB", null, true, {"k": -3}], "a": {}}"#,
+            r#"{"b": [1, 2.5, "xA", null, false, {"k": -3}], "a": {}}"#,
+            r#"{"b": [1, 2.5, "xA", null, true, {"k": 3}], "a": {}}"#,
+            r#"{"b": [1, 2.5, "xA", null, true, {"k": -3}], "a": []}"#,
+            r#"{"b": [1, 2.5, "xA", null, true, {"k": -3}], "a": {}} x"#,
+            r#"{"b": [1, 2.5, "xA", null, true, {"k": -3}], "a": {}, "a": {}}"#,
+            r#"{"b": "#,
+        ] {
+            assert!(!json_equals(other.as_bytes(), &v), "{other}");
+            // A key given twice is refused, where Value keeps the last: a
+            // file selfprobe wrote never repeats one.
+            if let Ok(o) = serde_json::from_str::<serde_json::Value>(other) {
+                assert!(o != v || other.matches("\"a\"").count() == 2, "{other}");
+            }
+        }
+        let mut reordered = r#"{"a": {}, "b": [1, 2.5, "xA", null, true, {"k": -3}]}"#.to_string();
+        assert!(
+            json_equals(reordered.as_bytes(), &v),
+            "key order is no difference"
+        );
+        reordered.push('\n');
+        assert!(json_equals(reordered.as_bytes(), &v));
+    }
+
+    #[test]
+    fn the_quick_look_falls_back_to_the_scan() {
+        let env =
+            br#"{"payload":"e30=","payloadType":"application/vnd.in-toto+json","signatures":[]}"#;
+        assert_eq!(classify_as(env, Role::Envelope), Ok(Kind::Envelope));
+        let rep = b"{\n  \"schema\": \"https://selfprobe.dev/schema/report/v1\",\n  \"x\": 1\n}\n";
+        assert_eq!(classify_as(rep, Role::Report), Ok(Kind::Report));
+        assert_eq!(classify_as(env, Role::Report), Ok(Kind::Envelope));
+        assert_eq!(classify_as(rep, Role::Envelope), Ok(Kind::Report));
+        assert!(classify_as(b"payloadType", Role::Envelope).is_err());
     }
 
     #[test]

@@ -84,13 +84,20 @@ fn run(w: &Workspace) -> Value {
     })
 }
 
+/// The log, one run at a time: a thousand runs built as one JSON tree
+/// took hundreds of MB; each run is serialised and dropped in turn (one
+/// line per run, the log's own keys around them).
 pub fn render(f: &Fleet) -> String {
-    let doc = json!({
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": f.workspaces.iter().map(run).collect::<Vec<_>>(),
-    });
-    let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
-    s.push('\n');
-    s
+    let mut out = format!(
+        "{{\"$schema\":{},\"version\":\"2.1.0\",\"runs\":[\n",
+        json!(SARIF_SCHEMA)
+    );
+    for (i, w) in f.workspaces.iter().enumerate() {
+        if i > 0 {
+            out.push_str(",\n");
+        }
+        out.push_str(&serde_json::to_string(&run(w)).unwrap_or_else(|_| "{}".into()));
+    }
+    out.push_str("\n]}\n");
+    out
 }

@@ -314,7 +314,9 @@ fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
             None => (None, Some(format!("no nonce for {:?} in {file}", g.name))),
         },
     };
-    let mut report_file: Option<(String, Value)> = None;
+    // A report file is kept as bytes until it is known whether an envelope
+    // verified: then it is only compared with the attested report.
+    let mut report_file: Option<(String, Vec<u8>)> = None;
     let mut report_env: Option<Checked> = None;
     let mut teardown: Option<Checked> = None;
     let mut files = g.files.clone();
@@ -328,17 +330,14 @@ fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
                 continue;
             }
         };
-        match input::classify(&bytes) {
+        match input::classify_as(&bytes, *role) {
             Err(e) => w.problems.push(format!(
                 "{shown}: {e}: expected a selfprobe report, DSSE envelope or teardown statement"
             )),
-            Ok(Kind::Report) => match serde_json::from_slice::<Value>(&bytes) {
-                Ok(v) if report_file.is_none() => report_file = Some((shown, v)),
-                Ok(_) => w
-                    .problems
-                    .push(format!("{shown}: a second report for {:?}", g.name)),
-                Err(e) => w.problems.push(format!("{shown}: not JSON ({e})")),
-            },
+            Ok(Kind::Report) if report_file.is_none() => report_file = Some((shown, bytes)),
+            Ok(Kind::Report) => w
+                .problems
+                .push(format!("{shown}: a second report for {:?}", g.name)),
             Ok(Kind::Envelope) => {
                 if let Some(m) = &missing_nonce {
                     if !w.problems.contains(m) {
@@ -390,7 +389,7 @@ fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
                 }
             }
             if let (Some((fp, fv)), Some(att)) = (&file, &env.content) {
-                if env.verified && fv != att {
+                if env.verified && !input::json_equals(fv, att) {
                     w.problems.push(format!(
                         "{fp}: not the report {} attests: it was changed after signing",
                         env.path
@@ -403,12 +402,15 @@ fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
                 None
             };
         }
-        (None, Some((fp, fv))) => {
-            w.problems.push(format!(
-                "{fp}: a report without its envelope (--attest) cannot be verified"
-            ));
-            report = Some(fv);
-        }
+        (None, Some((fp, fb))) => match serde_json::from_slice::<Value>(&fb) {
+            Ok(fv) => {
+                w.problems.push(format!(
+                    "{fp}: a report without its envelope (--attest) cannot be verified"
+                ));
+                report = Some(fv);
+            }
+            Err(e) => w.problems.push(format!("{fp}: not JSON ({e})")),
+        },
         (None, None) => {}
     }
     let mut td: Option<Value> = None;
@@ -441,7 +443,9 @@ fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
         );
     }
 
-    if let Some(r) = &report {
+    let (had_report, had_td) = (report.is_some(), td.is_some());
+    if let Some(mut report) = report {
+        let r = &mut report;
         w.run_id = str_at(r, "/run/id");
         w.boundary = boundary_of(r);
         for (i, c) in CONTROLS.iter().enumerate() {
@@ -486,11 +490,13 @@ fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
                 w.exit = worse(w.exit, Exit::ProbeFailed);
             }
         }
-        if let Some(fs) = r.get("findings").and_then(Value::as_array) {
-            w.findings.extend(fs.iter().cloned());
+        // Moved, not copied: a summary holds a thousand reports' findings.
+        if let Some(Value::Array(fs)) = r.get_mut("findings").map(Value::take) {
+            w.findings.extend(fs);
         }
     }
-    if let Some(t) = &td {
+    if let Some(mut td) = td {
+        let t = &mut td;
         w.teardown_result = str_at(t, "/result");
         if w.run_id.is_none() {
             w.run_id = str_at(t, "/run/id");
@@ -523,14 +529,14 @@ fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
             _ => Exit::ProbeFailed,
         };
         w.exit = worse(w.exit, e);
-        if let Some(fs) = t.get("findings").and_then(Value::as_array) {
-            w.findings.extend(fs.iter().cloned());
+        if let Some(Value::Array(fs)) = t.get_mut("findings").map(Value::take) {
+            w.findings.extend(fs);
         }
     }
     if let Some(i) = inspected {
         if let Some(why) = &i.not_probed {
             w.problems.push(format!("not probed: {why}"));
-        } else if report.is_none() && report_env.is_none() {
+        } else if !had_report && report_env.is_none() {
             if let Some(f) = &i.report {
                 w.problems
                     .push(format!("inspection.json names {f}, which is not there"));
@@ -542,7 +548,7 @@ fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
         w.findings.extend(i.findings.iter().cloned());
     }
     w.worst = worst(&w.findings);
-    w.has_content = report.is_some() || td.is_some() || !w.findings.is_empty();
+    w.has_content = had_report || had_td || !w.findings.is_empty();
     w.verified = w.problems.is_empty();
     if !w.verified {
         w.exit = Exit::ProbeFailed;

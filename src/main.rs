@@ -11,8 +11,7 @@ use zeroize::Zeroizing;
 
 use selfprobe::attest::{self, keys, verify};
 use selfprobe::cli::{
-    CanaryAction, Cli, Command, DiffArgs, DiffFormat, Format, PubkeyArgs, RunArgs, SummaryArgs,
-    SummaryFormat, VerifyArgs,
+    CanaryAction, Cli, Command, DiffArgs, Format, PubkeyArgs, RunArgs, SummaryArgs, VerifyArgs,
 };
 use selfprobe::compare;
 use selfprobe::host::{self, Cleanup};
@@ -316,16 +315,12 @@ fn compared(r: Result<compare::Outcome, compare::Stop>) -> Result<compare::Outco
 }
 
 fn diff(args: DiffArgs) -> Result<Exit, Failure> {
-    let format = match args.format {
-        DiffFormat::Text => compare::DiffFormat::Text,
-        DiffFormat::Json => compare::DiffFormat::Json,
-    };
     let out = compared(compare::diff_command(
         &args.a,
         &args.b,
         args.pubkey.as_deref(),
         args.policy.as_deref(),
-        format,
+        args.format,
     ))
     .map_err(|f| f.within("diff"))?;
     for w in &out.warnings {
@@ -336,19 +331,12 @@ fn diff(args: DiffArgs) -> Result<Exit, Failure> {
 }
 
 fn summary(args: SummaryArgs) -> Result<Exit, Failure> {
-    let format = match args.format {
-        SummaryFormat::Text => compare::SummaryFormat::Text,
-        SummaryFormat::Json => compare::SummaryFormat::Json,
-        SummaryFormat::Sarif => compare::SummaryFormat::Sarif,
-        SummaryFormat::Junit => compare::SummaryFormat::Junit,
-        SummaryFormat::Html => compare::SummaryFormat::Html,
-    };
     let out = compared(compare::summary_command(
         &args.paths,
         &args.pubkey,
         args.nonces.as_deref(),
         args.binary_sha256.clone(),
-        format,
+        args.format,
     ))
     .map_err(|f| f.within("summary"))?;
     // Bad inputs are in the output too; stderr says so where a format has

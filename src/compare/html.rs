@@ -24,22 +24,11 @@ use crate::finding::{code_info, Severity};
 use crate::scorecard::CONTROLS;
 use crate::util::sanitize;
 
-/// Text for HTML: hazards shown as `\u{..}` first, then the five markup
-/// characters escaped. Safe in element content and in quoted attributes.
+/// Text for HTML: hazards shown as `\u{..}` first (the one sanitiser),
+/// then the markup characters escaped as for XML (`&apos;` is HTML5 too).
+/// Safe in element content and in quoted attributes.
 pub fn esc(s: &str) -> String {
-    let s = sanitize::escape(s);
-    let mut o = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
+    crate::report::junit::xml_escape(&sanitize::escape(s))
 }
 
 const STYLE: &str = r#"
@@ -396,7 +385,7 @@ mod tests {
     fn escapes_markup_quotes_and_hazards() {
         assert_eq!(
             esc("<script>alert('x')</script>&\""),
-            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;"
+            "&lt;script&gt;alert(&apos;x&apos;)&lt;/script&gt;&amp;&quot;"
         );
         assert_eq!(esc("a\u{202e}b"), "a\\u{202e}b");
     }

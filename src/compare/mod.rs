@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use crate::attest::verify::{self, Inputs};
 use crate::attest::{keys, TEARDOWN_PREDICATE_TYPE};
+pub use crate::cli::{DiffFormat, SummaryFormat};
 use crate::model::Exit;
 use crate::policy::Policy;
 
@@ -56,11 +57,6 @@ pub fn load_key(path: &Path) -> Result<VerifyingKey, Stop> {
         ))
     })?;
     keys::parse_public_key(&text).map_err(|e| usage(format!("--pubkey {}: {e}", path.display())))
-}
-
-pub enum DiffFormat {
-    Text,
-    Json,
 }
 
 /// One side of a diff: its report (verified when a key is given) and how
@@ -205,14 +201,6 @@ pub fn diff_command(
         exit,
         warnings,
     })
-}
-
-pub enum SummaryFormat {
-    Text,
-    Json,
-    Sarif,
-    Junit,
-    Html,
 }
 
 /// `selfprobe summary PATH…`.

@@ -134,6 +134,20 @@ struct Checked {
     binary_checked: bool,
 }
 
+impl Checked {
+    /// What it verified beyond the signature, added to `to` once each.
+    fn checks(&self, to: &mut Vec<&'static str>) {
+        for (done, what) in [
+            (self.nonce_checked, "nonce"),
+            (self.binary_checked, "binary"),
+        ] {
+            if self.verified && done && !to.contains(&what) {
+                to.push(what);
+            }
+        }
+    }
+}
+
 /// The statement inside an envelope, not verified: for showing what an
 /// input claims when no key was given.
 fn peek(bytes: &[u8]) -> Option<Value> {
@@ -380,14 +394,7 @@ fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
     match (&mut report_env, report_file) {
         (Some(env), file) => {
             w.problems.append(&mut env.problems);
-            if env.verified {
-                if env.nonce_checked && !w.checked.contains(&"nonce") {
-                    w.checked.push("nonce");
-                }
-                if env.binary_checked && !w.checked.contains(&"binary") {
-                    w.checked.push("binary");
-                }
-            }
+            env.checks(&mut w.checked);
             if let (Some((fp, fv)), Some(att)) = (&file, &env.content) {
                 if env.verified && !input::json_equals(fv, att) {
                     w.problems.push(format!(
@@ -419,14 +426,7 @@ fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
         if t.verified || opts.keys.is_empty() {
             td = t.content.take();
         }
-        if t.verified {
-            if t.nonce_checked && !w.checked.contains(&"nonce") {
-                w.checked.push("nonce");
-            }
-            if t.binary_checked && !w.checked.contains(&"binary") {
-                w.checked.push("binary");
-            }
-        }
+        t.checks(&mut w.checked);
     }
     let not_probed = inspected.is_some_and(|i| i.not_probed.is_some());
     let named_report = inspected.is_some_and(|i| i.report.is_some());

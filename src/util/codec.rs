@@ -172,7 +172,9 @@ mod tests {
                 let i = (next() as usize) % e.len();
                 e[i] = b"A/+=-_ .\n\x00\xff"[(next() as usize) % 11];
                 let fast = std_padded_public(&e);
-                let slow = std::str::from_utf8(&e).ok().and_then(|t| Base64::decode_vec(t).ok());
+                let slow = std::str::from_utf8(&e)
+                    .ok()
+                    .and_then(|t| Base64::decode_vec(t).ok());
                 if fast.is_some() {
                     assert_eq!(fast, slow, "{:?}", String::from_utf8_lossy(&e));
                 }

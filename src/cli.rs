@@ -60,6 +60,10 @@ pub enum Command {
         #[command(subcommand)]
         action: AttestAction,
     },
+    /// Compare two workspaces' reports fact by fact: architecture, kernel, network, storage, secrets, orchestration policy, toolchain
+    Diff(DiffArgs),
+    /// Verify many workspaces' reports, envelopes and teardown statements and show them side by side
+    Summary(SummaryArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -116,6 +120,64 @@ pub struct AttestFetchArgs {
 
 fn parse_reference(s: &str) -> Result<Reference, RefError> {
     Reference::parse(s)
+}
+
+// `selfprobe diff` and `selfprobe summary` (src/compare, DESIGN.md §14).
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DiffArgs {
+    /// The first report: a JSON report (--format json) or its DSSE envelope (--attest)
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The second report
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    /// Verify both envelopes against this public key first (a bare report then cannot be used)
+    #[arg(long, value_name = "FILE")]
+    pub pubkey: Option<PathBuf>,
+    /// A policy whose [parity] allow lists the facts that may differ (keys or globs)
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Output format: the differences by axis (text), or every fact (json)
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SummaryFormat {
+    Text,
+    Json,
+    Sarif,
+    Junit,
+    Html,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SummaryArgs {
+    /// A public key the reports and teardown statements are signed with (repeatable)
+    #[arg(long, value_name = "FILE")]
+    pub pubkey: Vec<PathBuf>,
+    /// The expected nonces: `<name> <nonce>` lines, as an inspection's DIR/nonces
+    #[arg(long, value_name = "FILE")]
+    pub nonces: Option<PathBuf>,
+    /// The SHA-256 (hex) of the selfprobe binary that made the reports: every attested tool.sha256 must be this
+    #[arg(long, value_name = "HEX", value_parser = parse_sha256)]
+    pub binary_sha256: Option<String>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = SummaryFormat::Text)]
+    pub format: SummaryFormat,
+    /// Write to FILE instead of standard output
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Reports, envelopes, teardown statements, or directories of them (such as inspect's --out-dir)
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -11,9 +11,10 @@ use zeroize::Zeroizing;
 
 use selfprobe::attest::{self, keys, verify};
 use selfprobe::cli::{
-    AttestAction, AttestFetchArgs, AttestPushArgs, CanaryAction, Cli, Command, Format, PubkeyArgs,
-    RunArgs, VerifyArgs,
+    AttestAction, AttestFetchArgs, AttestPushArgs, CanaryAction, Cli, Command, DiffArgs, Format,
+    PubkeyArgs, RunArgs, SummaryArgs, VerifyArgs,
 };
+use selfprobe::compare;
 use selfprobe::host::{self, Cleanup};
 use selfprobe::model::Exit;
 use selfprobe::report;
@@ -87,6 +88,8 @@ fn main() -> ExitCode {
                 AttestAction::Fetch(args) => attest_fetch(args),
             }
         }
+        Some(Command::Diff(args)) => diff(args),
+        Some(Command::Summary(args)) => summary(args),
         None => run(cli.run, env_key),
     };
     finish(result)
@@ -433,4 +436,49 @@ fn name_resolver() -> selfprobe::registry::client::Resolver {
             .map(|r| r.addrs)
             .map_err(|e| e.message)
     })
+}
+
+// `selfprobe diff` and `selfprobe summary`: the work is src/compare's; here
+// only the printing and the exit code.
+
+fn compared(r: Result<compare::Outcome, compare::Stop>) -> Result<compare::Outcome, Failure> {
+    r.map_err(|s| Failure {
+        code: s.exit,
+        message: Some(s.message),
+    })
+}
+
+fn diff(args: DiffArgs) -> Result<Exit, Failure> {
+    let out = compared(compare::diff_command(
+        &args.a,
+        &args.b,
+        args.pubkey.as_deref(),
+        args.policy.as_deref(),
+        args.format,
+    ))
+    .map_err(|f| f.within("diff"))?;
+    for w in &out.warnings {
+        warn(&format!("diff: {w}"));
+    }
+    emit(&out.text, out.exit)?;
+    Ok(out.exit)
+}
+
+fn summary(args: SummaryArgs) -> Result<Exit, Failure> {
+    let out = compared(compare::summary_command(
+        &args.paths,
+        &args.pubkey,
+        args.nonces.as_deref(),
+        args.binary_sha256.clone(),
+        args.format,
+    ))
+    .map_err(|f| f.within("summary"))?;
+    // Bad inputs are in the output too; stderr says so where a format has
+    // no place for them (SARIF, JUnit).
+    for w in &out.warnings {
+        warn(&format!("summary: {w}"));
+    }
+    let (_, files) = cleanup_on_signal()?;
+    write_out(args.output.as_deref(), &out.text, &files, out.exit)?;
+    Ok(out.exit)
 }

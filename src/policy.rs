@@ -55,6 +55,19 @@ pub struct Policy {
     pub mcp_approved: Option<Vec<String>>,
     pub exceptions: Vec<Exception>,
     pub severity: BTreeMap<String, Severity>,
+    /// `[parity] allow`: the fact keys (globs) in which `selfprobe diff`
+    /// lets two workspaces differ, each with where it was written.
+    pub parity_allow: Vec<ParityAllow>,
+}
+
+/// One `[parity] allow` entry. Its pattern is checked against the fact
+/// keys by `selfprobe diff` (src/compare), which knows them; the position is
+/// kept for that error.
+#[derive(Debug, Clone)]
+pub struct ParityAllow {
+    pub pattern: String,
+    pub line: usize,
+    pub column: usize,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -106,6 +119,14 @@ struct Raw {
     exception: Vec<Spanned<RawException>>,
     #[serde(default)]
     severity: BTreeMap<Spanned<String>, Spanned<String>>,
+    parity: Option<RawParity>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawParity {
+    #[serde(default)]
+    allow: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -226,7 +247,7 @@ impl Policy {
         let raw: Raw = toml::from_str(text).map_err(|e| {
             src.err(
                 e.span(),
-                format!("{}: expected the policy's sections ([workspace], [network], [capabilities], [secrets], [mcp], [[exception]], [severity])", e.message().trim_end()),
+                format!("{}: expected the policy's sections ([workspace], [network], [capabilities], [secrets], [mcp], [[exception]], [severity], [parity])", e.message().trim_end()),
             )
         })?;
         let mut p = Policy::default();
@@ -391,6 +412,21 @@ impl Policy {
                 )
             })?;
             p.severity.insert(code.into_inner(), s);
+        }
+
+        for a in raw.parity.map(|x| x.allow).unwrap_or_default() {
+            let (line, column) = line_col(text, a.span().start);
+            if a.get_ref().trim().is_empty() {
+                return Err(src.err(
+                    Some(a.span()),
+                    "parity.allow: an empty pattern: expected a fact key such as \"kernel.release\" or a glob such as \"capabilities.*\"",
+                ));
+            }
+            p.parity_allow.push(ParityAllow {
+                pattern: a.into_inner(),
+                line,
+                column,
+            });
         }
         Ok(p)
     }
@@ -629,6 +665,29 @@ expires = "2999-01-31"
 
         let e = err("[workspace\n");
         assert_eq!(e.line, 1);
+    }
+
+    #[test]
+    fn parity_allow_keeps_each_pattern_with_its_place_and_refuses_unknown_keys() {
+        let p = Policy::parse(
+            "p.toml",
+            "[parity]\nallow = [\"kernel.release\",\n  \"capabilities.*\"]\n",
+        )
+        .unwrap();
+        let got: Vec<(&str, usize, usize)> = p
+            .parity_allow
+            .iter()
+            .map(|a| (a.pattern.as_str(), a.line, a.column))
+            .collect();
+        assert_eq!(got, [("kernel.release", 2, 10), ("capabilities.*", 3, 3)]);
+        let e = err("[parity]\nalow = [\"kernel.release\"]\n");
+        assert_eq!(e.line, 2);
+        assert!(e.message.contains("alow"), "{e}");
+        let e = err("[parity]\nallow = [\"\"]\n");
+        assert_eq!((e.line, e.column), (2, 10));
+        assert!(e.message.contains("parity.allow"), "{e}");
+        let e = err("[parity]\nallow = \"kernel.release\"\n");
+        assert_eq!(e.line, 2);
     }
 
     #[test]

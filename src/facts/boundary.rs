@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::facts::platform::{self, Platform};
 use crate::finding::Finding;
 use crate::host::{read_regular, Host, MAX_ENVIRON};
 
@@ -153,6 +154,9 @@ pub struct Boundary {
     /// Sources that could not be read, with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unread: Vec<String>,
+    /// The machine and kernel under the boundary (src/facts/platform.rs),
+    /// read from the same sources; what `selfprobe diff` compares.
+    pub platform: Platform,
 }
 
 /// What the decision rests on, read once from the root path; `decide` is
@@ -186,6 +190,13 @@ pub struct Inputs {
     /// OEM ID of the ACPI DSDT (bytes 10..16): Firecracker writes "FIRECK".
     pub acpi_oem: Option<String>,
     pub clocksources: Option<String>,
+    /// For the platform (src/facts/platform.rs): /proc/sys/kernel/arch,
+    /// uname(2)'s machine (live system only), /proc/self/auxv and
+    /// /sys/devices/system/cpu/online.
+    pub arch: Option<String>,
+    pub uname_machine: Option<String>,
+    pub auxv: Option<Vec<u8>>,
+    pub cpus_online: Option<String>,
     pub unread: Vec<String>,
 }
 
@@ -303,6 +314,17 @@ impl Inputs {
             .ok()
             .filter(|b| b.len() == 16)
             .map(|b| String::from_utf8_lossy(&b[10..16]).trim().to_string());
+        i.arch = text("/proc/sys/kernel/arch", &mut unread);
+        // A fixture tree's machine is its own file's or unknown, never ours.
+        i.uname_machine = host
+            .is_live()
+            .then(|| nix::sys::utsname::uname().ok())
+            .flatten()
+            .map(|u| u.machine().to_string_lossy().into_owned());
+        i.auxv = read_regular(&host.path("/proc/self/auxv"), 4096)
+            .ok()
+            .filter(|_| proc_ok);
+        i.cpus_online = text("/sys/devices/system/cpu/online", &mut unread);
         i.unread = unread;
         i
     }
@@ -784,6 +806,16 @@ pub fn decide(i: &Inputs) -> Boundary {
         wsl,
         evidence: d.evidence,
         unread,
+        platform: platform::derive(&platform::Sources {
+            arch: i.arch.as_deref(),
+            uname_machine: i.uname_machine.as_deref(),
+            osrelease: i.osrelease.as_deref(),
+            version: i.version.as_deref(),
+            auxv: i.auxv.as_deref(),
+            cpus_online: i.cpus_online.as_deref(),
+            mountinfo: i.mountinfo.as_deref(),
+            cgroup: i.cgroup.as_deref(),
+        }),
     }
 }
 

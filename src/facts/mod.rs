@@ -7,6 +7,7 @@
 pub mod boundary;
 pub mod mounts;
 pub mod place;
+pub mod platform;
 pub mod programs;
 pub mod unchecked;
 pub mod users;

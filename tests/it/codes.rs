@@ -193,6 +193,12 @@ fn every_code_the_source_names_is_in_the_catalog() {
     let mut unknown = Vec::new();
     let mut named = 0;
     for (path, text) in &files {
+        // src/compare names `selfprobe diff`'s fact keys (boundary.kind,
+        // storage.mount.…), a namespace of their own that shares some
+        // families' first words with the codes; it makes no finding.
+        if path.contains("/src/compare/") {
+            continue;
+        }
         // Unit tests name unknown codes on purpose (policy errors): every
         // line outside #[cfg(test)] items is read, the items are not.
         let text = outside_tests(text);

@@ -2,6 +2,8 @@ pub mod canary;
 pub mod dump;
 pub mod engines;
 pub mod fixture;
+pub mod fleet;
+pub mod formats;
 pub mod keys;
 pub mod netserve;
 pub mod other_user;

@@ -115,6 +115,12 @@ pub struct RunArgs {
     /// The verifier's challenge: recorded in the report (run.nonce) and so bound into the signatures
     #[arg(long, value_name = "N")]
     pub nonce: Option<String>,
+    /// For `selfprobe inspect`, which places the binary: once the output is written, unlink the binary this run was started from (only a regular file), since the image may have no rm
+    #[arg(long)]
+    pub remove_self: bool,
+    /// canary plant only: plant only in these locations (repeatable; `selfprobe inspect` passes the engine's volumes), never in another host path
+    #[arg(long = "only-in", value_name = "PATH")]
+    pub only_in: Vec<PathBuf>,
 }
 
 /// Where the signing key comes from; without either, SELFPROBE_SIGNING_KEY,
@@ -310,6 +316,10 @@ pub struct Config {
     /// None: SELFPROBE_SIGNING_KEY if it was set, else an ephemeral key.
     pub key_source: Option<KeySource>,
     pub nonce: Option<String>,
+    /// `--remove-self`: unlink the running binary once the output is written.
+    pub remove_self: bool,
+    /// `--only-in`: the only locations a canary plant may use (empty: all).
+    pub only_in: Vec<PathBuf>,
 }
 
 impl RunArgs {
@@ -378,6 +388,12 @@ impl RunArgs {
             sshsig: self.sshsig,
             key_source: self.key.source(),
             nonce: self.nonce,
+            remove_self: self.remove_self,
+            only_in: self
+                .only_in
+                .iter()
+                .map(|p| crate::util::path::normalize(p))
+                .collect(),
         })
     }
 

@@ -60,6 +60,14 @@ fn main() -> ExitCode {
         }
     }));
     let cli = Cli::parse();
+    let remove = match &cli.command {
+        Some(Command::Run(a))
+        | Some(Command::Canary {
+            action: CanaryAction::Plant(a),
+        }) => a.remove_self,
+        None => cli.run.remove_self,
+        _ => false,
+    };
     let result = match cli.command {
         Some(Command::ListChecks) => {
             emit(&report::catalog::list_checks(), Exit::Clean).map(|()| Exit::Clean)
@@ -75,7 +83,38 @@ fn main() -> ExitCode {
         }) => plant(args, env_key),
         None => run(cli.run, env_key),
     };
+    if remove {
+        remove_self();
+    }
     finish(result)
+}
+
+/// `--remove-self` (for `selfprobe inspect`, which placed this binary and
+/// may find no `rm` in the image): unlinks the file this process was
+/// started from, once everything is written, and says so on stderr, where
+/// inspect reads it. Only a regular file is removed: a binary bind-mounted
+/// in, or reached through a symlink, is left alone.
+fn remove_self() {
+    let exe = match std::fs::read_link("/proc/self/exe") {
+        Ok(p) => p,
+        Err(e) => {
+            warn(&format!(
+                "--remove-self: cannot tell which file this is ({e}): left in place"
+            ));
+            return;
+        }
+    };
+    let shown = exe.display().to_string();
+    match std::fs::symlink_metadata(&exe) {
+        Ok(m) if m.file_type().is_file() => match std::fs::remove_file(&exe) {
+            Ok(()) => warn(&format!("--remove-self: removed {shown}")),
+            Err(e) => warn(&format!("--remove-self: cannot remove {shown}: {e}")),
+        },
+        Ok(_) => warn(&format!(
+            "--remove-self: {shown} is not a regular file: left in place"
+        )),
+        Err(e) => warn(&format!("--remove-self: {shown}: {e}")),
+    }
 }
 
 /// The one error path: the message (sanitised: it may echo a path or a
@@ -178,6 +217,11 @@ fn plant(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Fai
 
 fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failure> {
     let cfg = args.resolve().map_err(Failure::usage)?;
+    if !cfg.only_in.is_empty() {
+        return Err(Failure::usage(
+            "--only-in names where `canary plant` may plant: expected it with canary plant, not a run",
+        ));
+    }
     // The key is loaded (and a bad one refused) before anything is probed.
     let signs = cfg.attest.is_some() || cfg.sshsig.is_some();
     let signer = if signs {

@@ -55,6 +55,33 @@ pub struct Policy {
     pub mcp_approved: Option<Vec<String>>,
     pub exceptions: Vec<Exception>,
     pub severity: BTreeMap<String, Severity>,
+    /// `[[retain]]`: volumes kept on purpose after a workspace is removed,
+    /// each with an owner and an expiry like an exception (`selfprobe
+    /// teardown` reads them).
+    pub retain: Vec<Retain>,
+}
+
+/// One `[[retain]]` entry.
+#[derive(Debug, Clone)]
+pub struct Retain {
+    /// A volume name; `*` matches any run of characters.
+    pub volume: String,
+    pub owner: Option<String>,
+    pub reason: Option<String>,
+    pub expires: Option<((i64, u32, u32), String)>,
+    pub line: usize,
+}
+
+impl Retain {
+    /// Why the entry cannot be applied on `today`, if it cannot.
+    pub fn problem(&self, today: (i64, u32, u32)) -> Option<String> {
+        match (&self.owner, &self.expires) {
+            (None, _) => Some("it has no owner".into()),
+            (_, None) => Some("it has no expiry date".into()),
+            (_, Some((d, text))) if *d < today => Some(format!("it expired on {text}")),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -106,6 +133,17 @@ struct Raw {
     exception: Vec<Spanned<RawException>>,
     #[serde(default)]
     severity: BTreeMap<Spanned<String>, Spanned<String>>,
+    #[serde(default)]
+    retain: Vec<Spanned<RawRetain>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRetain {
+    volume: Spanned<String>,
+    owner: Option<String>,
+    reason: Option<String>,
+    expires: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -226,7 +264,7 @@ impl Policy {
         let raw: Raw = toml::from_str(text).map_err(|e| {
             src.err(
                 e.span(),
-                format!("{}: expected the policy's sections ([workspace], [network], [capabilities], [secrets], [mcp], [[exception]], [severity])", e.message().trim_end()),
+                format!("{}: expected the policy's sections ([workspace], [network], [capabilities], [secrets], [mcp], [[exception]], [severity], [[retain]])", e.message().trim_end()),
             )
         })?;
         let mut p = Policy::default();
@@ -382,6 +420,40 @@ impl Policy {
             });
         }
 
+        for r in raw.retain {
+            let line = line_col(text, r.span().start).0;
+            let r = r.into_inner();
+            let name = r.volume.get_ref().trim();
+            if name.is_empty() || name.chars().any(|c| c.is_control() || c == '/') {
+                return Err(src.err(
+                    Some(r.volume.span()),
+                    "retain volume: expected a volume's name (letters, digits, _ . - and * for any run of characters)",
+                ));
+            }
+            let expires = match r.expires {
+                None => None,
+                Some(x) => Some((
+                    parse_date(x.get_ref()).ok_or_else(|| {
+                        src.err(
+                            Some(x.span()),
+                            format!(
+                                "retain expires '{}' is not a date: expected YYYY-MM-DD",
+                                x.get_ref()
+                            ),
+                        )
+                    })?,
+                    x.into_inner(),
+                )),
+            };
+            p.retain.push(Retain {
+                volume: name.to_string(),
+                owner: r.owner.filter(|o| !o.trim().is_empty()),
+                reason: r.reason,
+                expires,
+                line,
+            });
+        }
+
         for (code, sev) in raw.severity {
             check_code(&src, &code)?;
             let s: Severity = sev.get_ref().parse().map_err(|m| {
@@ -456,6 +528,13 @@ impl Policy {
             }
         }
         raised
+    }
+
+    /// The `[[retain]]` entry that names `volume`, if any (the first).
+    pub fn retained(&self, volume: &str) -> Option<&Retain> {
+        self.retain
+            .iter()
+            .find(|r| crate::util::glob::Glob::new(&r.volume).matches(volume.as_bytes()))
     }
 
     /// Whether a mount point is covered by `workspace.allow_mounts`: an exact
@@ -725,6 +804,33 @@ expires = "2999-01-01"
         let e = err("[mcp]\napprove = [\"github\"]\n");
         assert_eq!(e.line, 2, "{e}");
         assert!(e.message.contains("approve"), "{e}");
+    }
+
+    #[test]
+    fn retain_entries_like_exceptions() {
+        let p = Policy::parse(
+            "p.toml",
+            "[[retain]]\nvolume = \"cache-*\"\nowner = \"platform@example.com\"\nreason = \"shared build cache\"\nexpires = \"2999-01-31\"\n\n[[retain]]\nvolume = \"old\"\nexpires = \"2001-01-01\"\n",
+        )
+        .unwrap();
+        let r = p.retained("cache-main").unwrap();
+        assert_eq!(r.owner.as_deref(), Some("platform@example.com"));
+        assert_eq!(r.problem((2026, 1, 1)), None);
+        assert_eq!(r.line, 1);
+        assert!(p.retained("other").is_none());
+        let old = p.retained("old").unwrap();
+        assert_eq!(
+            old.problem((2026, 1, 1)).as_deref(),
+            Some("it has no owner")
+        );
+        let e = err("[[retain]]\nvolume = \"v\"\nowner = \"o\"\nexpires = \"soon\"\n");
+        assert_eq!((e.line, e.column), (4, 11), "{e}");
+        assert!(e.message.contains("not a date: expected YYYY-MM-DD"), "{e}");
+        let e = err("[[retain]]\nvolume = \"v\"\nowners = \"o\"\n");
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.message.contains("unknown field `owners`"), "{e}");
+        let e = err("[[retain]]\nvolume = \"a/b\"\n");
+        assert!(e.message.contains("expected a volume's name"), "{e}");
     }
 
     #[test]

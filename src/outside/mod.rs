@@ -7,7 +7,10 @@
 //!
 //! Never needed inside a workspace: no probe or fact imports this module.
 
+pub mod cis;
 pub mod crosscheck;
 pub mod engine;
+pub mod inspect;
 pub mod placement;
 pub mod record;
+pub mod teardown;

@@ -268,8 +268,24 @@ fn privileged(c: &mut Cmp, r: &Report, sandbox: bool) {
 fn capabilities(c: &mut Cmp, r: &Report) {
     let rec = c.ctx.rec;
     let defaults = &c.ctx.engine.default_caps;
-    let bounding = rec.bounding_set(c.ctx.all_caps, defaults);
-    let effective = rec.effective_set(c.ctx.all_caps, defaults, rec.uid());
+    let removed = c.ctx.engine.runtime_removes(&rec.runtime);
+    let strip = |mut s: BTreeSet<String>| {
+        for r in &removed {
+            s.remove(*r);
+        }
+        s
+    };
+    let bounding = strip(rec.bounding_set(c.ctx.all_caps, defaults));
+    let effective = rec
+        .effective_set(c.ctx.all_caps, defaults, rec.uid())
+        .map(strip);
+    let note = (!removed.is_empty()).then(|| {
+        format!(
+            "the runtime {} removes {} from what the engine grants (runsc without --net-raw)",
+            rec.runtime,
+            removed.join(", ")
+        )
+    });
     for (set, engine) in [("effective", effective), ("bounding", Some(bounding))] {
         let fact = format!("capabilities.{set}");
         let Some(engine) = engine else {
@@ -287,7 +303,13 @@ fn capabilities(c: &mut Cmp, r: &Report) {
         let missing: Vec<&String> = engine.difference(&inside).collect();
         let extra: Vec<&String> = inside.difference(&engine).collect();
         if missing.is_empty() && extra.is_empty() {
-            c.agree(&fact, json!(inside), json!(engine));
+            c.push(
+                &fact,
+                Verdict::Agree,
+                json!(inside),
+                json!(engine),
+                note.clone(),
+            );
             continue;
         }
         let narrower = !missing.is_empty();

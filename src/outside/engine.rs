@@ -474,6 +474,25 @@ impl Engine {
         }
     }
 
+    /// Capabilities a runtime takes away from what the engine grants:
+    /// runsc removes CAP_NET_RAW unless started with --net-raw (measured
+    /// here: a default container under runsc has every Docker default but
+    /// CAP_NET_RAW).
+    pub fn runtime_removes(&self, runtime: &str) -> Vec<&'static str> {
+        if self.runtime_kind(runtime) != "runsc" {
+            return Vec::new();
+        }
+        let raw = self.runtimes.get(runtime).is_some_and(|(_, args)| {
+            args.iter()
+                .any(|a| a == "--net-raw" || a == "--net-raw=true")
+        });
+        if raw {
+            Vec::new()
+        } else {
+            vec!["CAP_NET_RAW"]
+        }
+    }
+
     /// Whether a runtime loads the OCI seccomp profile into what the
     /// workspace runs: runsc does only with --oci-seccomp (its Sentry has
     /// its own filter on the host, which the workspace cannot see).

@@ -29,6 +29,7 @@ mod fuzz_regressions;
 mod helpers;
 mod hostile_fs;
 mod hostile_scale;
+mod inspect;
 mod layout;
 mod network;
 mod procfs;

@@ -2,6 +2,7 @@ pub mod canary;
 pub mod dump;
 pub mod engines;
 pub mod fixture;
+pub mod inspect;
 pub mod keys;
 pub mod netserve;
 pub mod other_user;

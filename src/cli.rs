@@ -249,7 +249,7 @@ pub struct RunArgs {
     /// Test hook: never connect to anything but loopback, and ask only redirected nameservers
     #[arg(long = "net-loopback-only", hide = true)]
     pub net_loopback_only: bool,
-    /// Write a signed attestation to FILE: a DSSE envelope carrying an in-toto statement whose predicate is the JSON report
+    /// Write a signed attestation to FILE (`-`: standard output, after the report): a DSSE envelope carrying an in-toto statement whose predicate is the JSON report
     #[arg(long, value_name = "FILE")]
     pub attest: Option<PathBuf>,
     /// Write an OpenSSH signature (namespace selfprobe) over the exact bytes of the report file (-o) to FILE

@@ -286,7 +286,11 @@ fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failu
     if let (Some(signer), Some(path)) = (&signer, &attest_path) {
         let env = attest::envelope(&report, signer)
             .map_err(|e| Failure::failed(format!("--attest: {e}")))?;
-        write_out(Some(path), &env, &outputs, code).map_err(|f| f.within("--attest"))?;
+        // `--attest -`: on standard output, after the report (how `selfprobe
+        // inspect` takes both back: a user other than root may not reopen
+        // its own stdout through /dev/fd/1, whose pipe root made).
+        let to = (path.as_os_str() != "-").then_some(path.as_path());
+        write_out(to, &env, &outputs, code).map_err(|f| f.within("--attest"))?;
     }
     Ok(code)
 }

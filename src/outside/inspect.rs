@@ -672,7 +672,7 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
         "--format".into(),
         "json".into(),
         "--attest".into(),
-        "/dev/fd/1".into(),
+        "-".into(),
         "--sign-key-fd".into(),
         "0".into(),
         "--nonce".into(),
@@ -892,7 +892,7 @@ fn remove_placed(
 }
 
 /// The run's stdout: the JSON report, then the DSSE envelope (`--attest
-/// /dev/fd/1`), each as the probe wrote it. Anything else is "not probed".
+/// -`), each as the probe wrote it. Anything else is "not probed".
 fn read_run(out: &Captured) -> Result<(Vec<u8>, Vec<u8>, Value), String> {
     if let Some(which) = out.overflow {
         return Err(format!(

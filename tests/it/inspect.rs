@@ -163,6 +163,15 @@ fn docker_runc_and_runsc_inspect_places_verifies_and_agrees() {
     // agree; "cis" adds more of the benchmark's warnings; "ro" is not placed.
     let mut specs: Vec<(&str, Vec<&str>, &str, &[&str], &str)> = vec![
         ("da", vec!["--cap-drop=all", "-v", &wsv], img, sleep, "a"),
+        // As a user other than root: the run cannot remove a file in /, so
+        // the plant after it does, as root.
+        (
+            "da-user",
+            vec!["--cap-drop=all", "--user", "1000:1000", "-v", &wsv],
+            img,
+            sleep,
+            "a",
+        ),
         (
             "db",
             vec![

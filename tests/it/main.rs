@@ -30,6 +30,7 @@ mod helpers;
 mod hostile_fs;
 mod hostile_scale;
 mod inspect;
+mod inspect_hostile;
 mod layout;
 mod network;
 mod procfs;

@@ -40,3 +40,4 @@ mod repro_artifacts;
 mod secrets;
 mod secrets_hostile;
 mod signals;
+mod teardown;

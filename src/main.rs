@@ -428,11 +428,11 @@ fn teardown(args: TeardownArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<E
     let cleanup = host::Cleanup::default();
     if signer.is_ephemeral() {
         let pubkey = report::verify::render_pubkey(&signer.verifying_key(), "selfprobe");
-        host::write_whole(&args.dir.join("teardown.pub"), pubkey.as_bytes(), &cleanup)
+        host::write_whole(&args.dir.join(td::PUBKEY_FILE), pubkey.as_bytes(), &cleanup)
             .map_err(|e| Failure::failed(format!("teardown: cannot write teardown.pub: {e}")))?;
     }
     let json = td::render_json(&result);
-    host::write_whole(&args.dir.join("teardown.json"), json.as_bytes(), &cleanup)
+    host::write_whole(&args.dir.join(td::JSON_FILE), json.as_bytes(), &cleanup)
         .map_err(|e| Failure::failed(format!("teardown: cannot write teardown.json: {e}")))?;
     let code = exit_of(result.exit);
     let text = match args.format {

@@ -579,7 +579,7 @@ fn rootless(c: &mut Cmp, r: &Report, sandbox: bool) {
         let inside_host = inode == INIT_USER_NS;
         let ns_inside = json!({"host": inside_host, "inode": inode});
         let ns_engine = json!({"host": !want});
-        if inside_host == !want {
+        if inside_host != want {
             c.agree("namespace.user", ns_inside, ns_engine);
         } else {
             let msg = if inside_host {

@@ -272,11 +272,7 @@ impl Engine {
 
     /// The records of `refs` (names or ids). A ref the engine does not know
     /// is in the second list with the reason.
-    pub fn inspect(
-        &self,
-        refs: &[String],
-        deadline: Instant,
-    ) -> Result<(Vec<Record>, Vec<(String, String)>), EngineError> {
+    pub fn inspect(&self, refs: &[String], deadline: Instant) -> Result<Lookup, EngineError> {
         if refs.is_empty() {
             return Ok((Vec::new(), Vec::new()));
         }
@@ -429,8 +425,7 @@ impl Engine {
         argv: &[String],
         stdin: Option<&[u8]>,
         deadline: Instant,
-        stdout_cap: usize,
-        stderr_cap: usize,
+        (stdout_cap, stderr_cap): (usize, usize),
     ) -> Captured {
         let mut args: Vec<String> = vec!["exec".into()];
         if stdin.is_some() {
@@ -506,6 +501,9 @@ impl Engine {
         })
     }
 }
+
+/// The records `inspect` found, and each ref it did not find with why.
+pub type Lookup = (Vec<Record>, Vec<(String, String)>);
 
 /// A volume as `volume inspect` describes it.
 #[derive(Debug, Clone, Serialize)]

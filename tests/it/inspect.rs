@@ -135,6 +135,9 @@ fn cis_floor(c: &Value) -> Vec<String> {
     bad
 }
 
+/// One container of a case: (tag, flags, image, command, kind).
+type Spec<'a> = (&'a str, Vec<&'a str>, &'a str, &'a [&'a str], &'a str);
+
 fn inspect_cmd(bin: &Path) -> Command {
     let mut c = Command::new(bin);
     c.arg("inspect");
@@ -161,7 +164,7 @@ fn docker_runc_and_runsc_inspect_places_verifies_and_agrees() {
     let none: &[&str] = &["--network", "none"];
     // (tag, flags, image, command, kind): kind a/b/c are verified and
     // agree; "cis" adds more of the benchmark's warnings; "ro" is not placed.
-    let mut specs: Vec<(&str, Vec<&str>, &str, &[&str], &str)> = vec![
+    let mut specs: Vec<Spec> = vec![
         ("da", vec!["--cap-drop=all", "-v", &wsv], img, sleep, "a"),
         // As a user other than root: the run cannot remove a file in /, so
         // the plant after it does, as root.
@@ -390,7 +393,7 @@ fn podman_rootful_inspect_places_verifies_and_agrees() {
     let wsv = format!("{}:/workspace", ws.arg());
     let sockv = format!("{}:/run/podman/podman.sock", svc.sock.arg());
     let sleep: &[&str] = &["/bin/sleep", "600"];
-    let specs: Vec<(&str, Vec<&str>, &str, &[&str], &str)> = vec![
+    let specs: Vec<Spec> = vec![
         (
             "pa",
             vec!["--read-only", "--cap-drop=all", "-v", &wsv],
@@ -449,7 +452,7 @@ fn podman_rootless_inspect_places_verifies_and_agrees() {
     let sockv = format!("{}:/run/podman/podman.sock", sock.display());
     let sleep: &[&str] = &["/bin/sleep", "600"];
     let image = rl.image.clone();
-    let specs: Vec<(&str, Vec<&str>, &str, &[&str], &str)> = vec![
+    let specs: Vec<Spec> = vec![
         (
             "ra",
             vec![
@@ -552,7 +555,7 @@ fn inspect_podman(
     rl: Option<&Rootless>,
     dir: &Path,
     key: &Path,
-    specs: Vec<(&str, Vec<&str>, &str, &[&str], &str)>,
+    specs: Vec<Spec>,
     bin: &Path,
     as_user: Option<&Rootless>,
 ) {

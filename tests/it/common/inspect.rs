@@ -236,6 +236,8 @@ pub struct Ran {
     pub maxrss_kib: i64,
 }
 
+/// Waited for with wait4(2) below, which std's Child cannot see.
+#[allow(clippy::zombie_processes)]
 pub fn run_measured(mut cmd: Command, limit: Duration) -> Ran {
     let shown = format!("{cmd:?}");
     let t0 = Instant::now();

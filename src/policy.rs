@@ -117,7 +117,7 @@ pub struct Exception {
     pub owner: Option<String>,
     pub reason: Option<String>,
     /// (year, month, day) and the text as written.
-    pub expires: Option<((i64, u32, u32), String)>,
+    pub expires: Expiry,
     pub line: usize,
 }
 
@@ -395,21 +395,7 @@ impl Policy {
             let line = line_col(text, e.span().start).0;
             let e = e.into_inner();
             check_code(&src, &e.code)?;
-            let expires = match e.expires {
-                None => None,
-                Some(x) => Some((
-                    parse_date(x.get_ref()).ok_or_else(|| {
-                        src.err(
-                            Some(x.span()),
-                            format!(
-                                "exception expires '{}' is not a date: expected YYYY-MM-DD",
-                                x.get_ref()
-                            ),
-                        )
-                    })?,
-                    x.into_inner(),
-                )),
-            };
+            let expires = expiry(&src, "exception", e.expires)?;
             p.exceptions.push(Exception {
                 code: e.code.into_inner(),
                 subject: e.subject,
@@ -430,21 +416,7 @@ impl Policy {
                     "retain volume: expected a volume's name (letters, digits, _ . - and * for any run of characters)",
                 ));
             }
-            let expires = match r.expires {
-                None => None,
-                Some(x) => Some((
-                    parse_date(x.get_ref()).ok_or_else(|| {
-                        src.err(
-                            Some(x.span()),
-                            format!(
-                                "retain expires '{}' is not a date: expected YYYY-MM-DD",
-                                x.get_ref()
-                            ),
-                        )
-                    })?,
-                    x.into_inner(),
-                )),
-            };
+            let expires = expiry(&src, "retain", r.expires)?;
             p.retain.push(Retain {
                 volume: name.to_string(),
                 owner: r.owner.filter(|o| !o.trim().is_empty()),
@@ -613,6 +585,25 @@ fn destination_rule(
         line,
         column,
     })
+}
+
+/// An `expires` date of an exception or a retention, with its text.
+type Expiry = Option<((i64, u32, u32), String)>;
+
+fn expiry(src: &Source, what: &str, x: Option<Spanned<String>>) -> Result<Expiry, PolicyError> {
+    let Some(x) = x else {
+        return Ok(None);
+    };
+    let date = parse_date(x.get_ref()).ok_or_else(|| {
+        src.err(
+            Some(x.span()),
+            format!(
+                "{what} expires '{}' is not a date: expected YYYY-MM-DD",
+                x.get_ref()
+            ),
+        )
+    })?;
+    Ok(Some((date, x.into_inner())))
 }
 
 fn parse_date(s: &str) -> Option<(i64, u32, u32)> {

@@ -459,17 +459,10 @@ pub fn section5(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outside::record::parse_records;
     use serde_json::json;
 
     fn rec(name: &str) -> Record {
-        let path = format!(
-            "{}/tests/data/engine-records/{name}.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        parse_records(&std::fs::read(path).unwrap())
-            .unwrap()
-            .remove(0)
+        crate::outside::record::fixture(name)
     }
 
     fn get<'a>(c: &'a [Check], id: &str) -> &'a Check {

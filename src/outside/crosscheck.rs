@@ -438,37 +438,57 @@ fn lsm(c: &mut Cmp, r: &Report, sandbox: bool) {
     }
 }
 
-fn no_new_privs(c: &mut Cmp, r: &Report) {
-    let want = c.ctx.rec.no_new_privileges;
-    let Some(got) = r
-        .at("/inventory/privilege/no_new_privs")
-        .and_then(Value::as_bool)
-    else {
-        c.unknown(
-            "no_new_privileges",
-            json!(want),
-            "the report does not know NoNewPrivs (gVisor does not show it)",
-        );
+/// A yes/no fact where the inside's yes is the narrower claim (a flag
+/// that restricts): agree, unknown, or a disagreement with the message for
+/// the side that says yes.
+#[allow(clippy::too_many_arguments)]
+fn flag(
+    c: &mut Cmp,
+    fact: &str,
+    code: &str,
+    subject: &str,
+    engine: bool,
+    inside: Option<bool>,
+    unknown: &str,
+    [inside_yes, engine_yes]: [&str; 2],
+) {
+    let Some(got) = inside else {
+        c.unknown(fact, json!(engine), unknown);
         return;
     };
-    if got == want {
-        c.agree("no_new_privileges", json!(got), json!(want));
+    if got == engine {
+        c.agree(fact, json!(got), json!(engine));
     } else {
-        let msg = if got {
-            "the report has NoNewPrivs set, the engine's record does not set no-new-privileges (a daemon-wide default is not in the record)"
-        } else {
-            "the engine's record sets no-new-privileges, the report has NoNewPrivs unset"
-        };
+        let msg = if got { inside_yes } else { engine_yes };
         c.disagree(
-            "no_new_privileges",
-            "disagree.no-new-privs",
-            "no_new_privileges",
+            fact,
+            code,
+            subject,
             got,
             json!(got),
-            json!(want),
+            json!(engine),
             msg.to_string(),
         );
     }
+}
+
+fn no_new_privs(c: &mut Cmp, r: &Report) {
+    let got = r
+        .at("/inventory/privilege/no_new_privs")
+        .and_then(Value::as_bool);
+    flag(
+        c,
+        "no_new_privileges",
+        "disagree.no-new-privs",
+        "no_new_privileges",
+        c.ctx.rec.no_new_privileges,
+        got,
+        "the report does not know NoNewPrivs (gVisor does not show it)",
+        [
+            "the report has NoNewPrivs set, the engine's record does not set no-new-privileges (a daemon-wide default is not in the record)",
+            "the engine's record sets no-new-privileges, the report has NoNewPrivs unset",
+        ],
+    );
 }
 
 fn namespaces(c: &mut Cmp, r: &Report, sandbox: bool) {
@@ -666,36 +686,22 @@ fn devices(c: &mut Cmp, r: &Report, sandbox: bool) {
 }
 
 fn read_only_root(c: &mut Cmp, r: &Report) {
-    let want = c.ctx.rec.read_only_root;
-    let Some(got) = r
+    let got = r
         .at("/inventory/writable/rootfs_read_only_mount")
-        .and_then(Value::as_bool)
-    else {
-        c.unknown(
-            "read_only_root",
-            json!(want),
-            "the report does not say how / is mounted",
-        );
-        return;
-    };
-    if got == want {
-        c.agree("read_only_root", json!(got), json!(want));
-    } else {
-        let msg = if got {
-            "the report's / is mounted read-only, the engine's record does not make it so"
-        } else {
-            "the engine's record makes / read-only, the report's / is mounted writable"
-        };
-        c.disagree(
-            "read_only_root",
-            "disagree.read-only-root",
-            "/",
-            got,
-            json!(got),
-            json!(want),
-            msg.to_string(),
-        );
-    }
+        .and_then(Value::as_bool);
+    flag(
+        c,
+        "read_only_root",
+        "disagree.read-only-root",
+        "/",
+        c.ctx.rec.read_only_root,
+        got,
+        "the report does not say how / is mounted",
+        [
+            "the report's / is mounted read-only, the engine's record does not make it so",
+            "the engine's record makes / read-only, the report's / is mounted writable",
+        ],
+    );
 }
 
 fn user(c: &mut Cmp, r: &Report) {
@@ -884,16 +890,7 @@ fn mounts(c: &mut Cmp, r: &Report, sandbox: bool) {
             .and_then(Value::as_bool)
             .unwrap_or(false);
         let fstype = im.get("fstype").and_then(Value::as_str).unwrap_or("");
-        let optional: Vec<String> = im
-            .get("optional")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let optional = super::record::strings(im, "/optional");
         let options: Vec<&str> = im
             .get("options")
             .and_then(Value::as_array)
@@ -1128,17 +1125,11 @@ fn sockets(c: &mut Cmp, r: &Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outside::record::{parse_records, EngineKind};
+    use crate::outside::record::EngineKind;
     use std::collections::BTreeMap;
 
     fn rec(name: &str) -> Record {
-        let path = format!(
-            "{}/tests/data/engine-records/{name}.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        parse_records(&std::fs::read(path).unwrap())
-            .unwrap()
-            .remove(0)
+        crate::outside::record::fixture(name)
     }
 
     fn docker() -> Engine {
@@ -1202,6 +1193,16 @@ mod tests {
         })
     }
 
+    fn outcome(r: &Record, rep: &Value) -> Outcome {
+        let (e, caps) = (docker(), all());
+        let ctx = Context {
+            rec: r,
+            engine: &e,
+            all_caps: &caps,
+        };
+        compare(&ctx, rep)
+    }
+
     fn verdicts(o: &Outcome) -> Vec<(String, Verdict)> {
         o.comparisons
             .iter()
@@ -1212,16 +1213,9 @@ mod tests {
     #[test]
     fn a_truthful_report_agrees_on_every_fact() {
         let r = rec("docker-b");
-        let e = docker();
-        let caps = all();
-        let ctx = Context {
-            rec: &r,
-            engine: &e,
-            all_caps: &caps,
-        };
         let mut names: Vec<&str> = super::super::record::DOCKER_DEFAULT_CAPS.to_vec();
         names.push("CAP_SYS_ADMIN");
-        let o = compare(&ctx, &report_b(mask(&names)));
+        let o = outcome(&r, &report_b(mask(&names)));
         assert!(o.disagreements.is_empty(), "{:#?}", o.disagreements);
         let v = verdicts(&o);
         for fact in [
@@ -1244,14 +1238,7 @@ mod tests {
     #[test]
     fn a_report_with_fewer_capabilities_is_a_high_disagreement() {
         let r = rec("docker-b");
-        let e = docker();
-        let caps = all();
-        let ctx = Context {
-            rec: &r,
-            engine: &e,
-            all_caps: &caps,
-        };
-        let o = compare(&ctx, &report_b(mask(&["CAP_CHOWN"])));
+        let o = outcome(&r, &report_b(mask(&["CAP_CHOWN"])));
         let d: Vec<(&str, Severity)> = o
             .disagreements
             .iter()
@@ -1277,17 +1264,10 @@ mod tests {
     #[test]
     fn hiding_the_socket_and_the_host_pid_namespace_is_caught() {
         let r = rec("docker-b");
-        let e = docker();
-        let caps = all();
-        let ctx = Context {
-            rec: &r,
-            engine: &e,
-            all_caps: &caps,
-        };
         let mut rep = report_b(0);
         rep["findings"] = json!([]);
         rep["inventory"]["mounts"]["mounts"][1]["class"] = json!("root-fs");
-        let o = compare(&ctx, &rep);
+        let o = outcome(&r, &rep);
         let codes: BTreeSet<&str> = o.findings.iter().map(|f| f.code.as_str()).collect();
         for c in [
             "disagree.namespace",
@@ -1307,18 +1287,11 @@ mod tests {
     fn under_gvisor_namespaces_are_not_compared_and_seccomp_is_not_applied() {
         let mut r = rec("docker-b");
         r.runtime = "runsc".into();
-        let e = docker();
-        let caps = all();
-        let ctx = Context {
-            rec: &r,
-            engine: &e,
-            all_caps: &caps,
-        };
         let mut rep = report_b(0);
         rep["inventory"]["boundary"] =
             json!({"kind": "sandbox", "runtime": "runsc", "rootless": false});
         rep["inventory"]["privilege"]["seccomp"] = json!(0);
-        let o = compare(&ctx, &rep);
+        let o = outcome(&r, &rep);
         let v = verdicts(&o);
         assert!(
             v.contains(&("namespace.pid".into(), Verdict::NotComparable)),
@@ -1331,17 +1304,10 @@ mod tests {
     #[test]
     fn a_sandbox_claimed_under_runc_is_narrower() {
         let r = rec("docker-clean");
-        let e = docker();
-        let caps = all();
-        let ctx = Context {
-            rec: &r,
-            engine: &e,
-            all_caps: &caps,
-        };
         let mut rep = report_b(0);
         rep["inventory"]["boundary"] =
             json!({"kind": "sandbox", "runtime": "runsc", "rootless": false});
-        let o = compare(&ctx, &rep);
+        let o = outcome(&r, &rep);
         let d = o
             .disagreements
             .iter()

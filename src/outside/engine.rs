@@ -181,14 +181,7 @@ impl Engine {
         match self.name {
             EngineKind::Docker => {
                 self.version = s("/ServerVersion");
-                let opts: Vec<String> = info
-                    .get("SecurityOptions")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect();
+                let opts = record::strings(info, "/SecurityOptions");
                 let named = |n: &str| {
                     opts.iter()
                         .any(|o| o.split(',').any(|kv| kv == format!("name={n}")))
@@ -203,14 +196,7 @@ impl Engine {
                             .and_then(Value::as_str)
                             .unwrap_or("")
                             .to_string();
-                        let args = r
-                            .get("runtimeArgs")
-                            .and_then(Value::as_array)
-                            .into_iter()
-                            .flatten()
-                            .filter_map(Value::as_str)
-                            .map(str::to_string)
-                            .collect();
+                        let args = record::strings(r, "/runtimeArgs");
                         self.runtimes.insert(name.clone(), (path, args));
                     }
                 }
@@ -345,14 +331,7 @@ impl Engine {
         };
         for img in images {
             let id = img.get("Id").and_then(Value::as_str).unwrap_or("");
-            let digests: Vec<String> = img
-                .get("RepoDigests")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect();
+            let digests = record::strings(&img, "/RepoDigests");
             // Docker's ids are "sha256:…", podman's bare hex; key by both.
             let bare = id.trim_start_matches("sha256:").to_string();
             out.insert(format!("sha256:{bare}"), digests.clone());

@@ -145,49 +145,41 @@ pub fn candidates(
             host_binary: None,
         });
     }
-    for m in rec.mounts.iter().filter(|m| m.kind == MountKind::Tmpfs) {
+    // Tmpfs first (/tmp before the others), then volumes: each is a
+    // candidate unless it holds the workspace, is read-only or noexec.
+    let mut tmpfs: Vec<_> = rec
+        .mounts
+        .iter()
+        .filter(|m| m.kind == MountKind::Tmpfs)
+        .collect();
+    tmpfs.sort_by_key(|m| (m.destination != "/tmp", m.destination != "/var/tmp"));
+    let volumes = rec.mounts.iter().filter(|m| m.kind == MountKind::Volume);
+    for m in tmpfs.into_iter().chain(volumes) {
+        let (method, what) = match m.kind {
+            MountKind::Tmpfs => (Method::Tmpfs, "tmpfs"),
+            _ => (Method::Volume, "volume"),
+        };
         let why = if is_workspace(&m.destination) {
-            Some("holds the workspace")
+            Some("holds the workspace".to_string())
         } else if !m.rw {
-            Some("a read-only tmpfs")
-        } else if !m.tmpfs_exec(rec.engine) {
+            Some(format!("a read-only {what}"))
+        } else if method == Method::Tmpfs && !m.tmpfs_exec(rec.engine) {
             Some(match rec.engine {
                 EngineKind::Docker => {
-                    "a noexec tmpfs (Docker's --tmpfs is noexec unless given exec)"
+                    "a noexec tmpfs (Docker's --tmpfs is noexec unless given exec)".to_string()
                 }
-                EngineKind::Podman => "a noexec tmpfs",
+                EngineKind::Podman => "a noexec tmpfs".to_string(),
             })
         } else {
             None
         };
         match why {
-            Some(w) => passed.push(Passed {
+            Some(why) => passed.push(Passed {
                 place: m.destination.clone(),
-                why: w.into(),
+                why,
             }),
             None => out.push(Candidate {
-                method: Method::Tmpfs,
-                path: at(&m.destination, name),
-                existing: false,
-                host_binary: None,
-            }),
-        }
-    }
-    for m in rec.mounts.iter().filter(|m| m.kind == MountKind::Volume) {
-        let why = if is_workspace(&m.destination) {
-            Some("holds the workspace")
-        } else if !m.rw {
-            Some("a read-only volume")
-        } else {
-            None
-        };
-        match why {
-            Some(w) => passed.push(Passed {
-                place: m.destination.clone(),
-                why: w.into(),
-            }),
-            None => out.push(Candidate {
-                method: Method::Volume,
+                method,
                 path: at(&m.destination, name),
                 existing: false,
                 host_binary: None,
@@ -273,16 +265,9 @@ pub fn workspace(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outside::record::parse_records;
 
     fn fixture(name: &str) -> Record {
-        let path = format!(
-            "{}/tests/data/engine-records/{name}.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        parse_records(&std::fs::read(path).unwrap())
-            .unwrap()
-            .remove(0)
+        crate::outside::record::fixture(name)
     }
 
     const NAME: &str = ".selfprobe-0123456789abcdef";
@@ -334,7 +319,11 @@ mod tests {
         let got = methods(&c);
         assert_eq!(got.len(), 3, "{got:?}");
         assert!(got.iter().all(|(m, _)| *m == Method::Tmpfs));
-        assert!(got.contains(&(Method::Tmpfs, "/tmp/.selfprobe-0123456789abcdef")));
+        assert_eq!(
+            got[0],
+            (Method::Tmpfs, "/tmp/.selfprobe-0123456789abcdef"),
+            "/tmp first"
+        );
     }
 
     #[test]

@@ -179,7 +179,8 @@ fn i(v: &Value, ptr: &str) -> i64 {
     v.pointer(ptr).and_then(Value::as_i64).unwrap_or(0)
 }
 
-fn strings(v: &Value, ptr: &str) -> Vec<String> {
+/// The strings of the array at `ptr` (missing or odd: none).
+pub fn strings(v: &Value, ptr: &str) -> Vec<String> {
     v.pointer(ptr)
         .and_then(Value::as_array)
         .map(|a| {
@@ -531,20 +532,22 @@ pub fn anonymous_name(name: &str) -> bool {
     name.len() == 64 && name.bytes().all(|c| c.is_ascii_hexdigit())
 }
 
+/// A captured record of tests/data/engine-records (the unit tests' fixtures).
+#[cfg(test)]
+pub fn fixture(name: &str) -> Record {
+    let path = format!(
+        "{}/tests/data/engine-records/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read(&path).unwrap();
+    let mut r = parse_records(&text).unwrap();
+    assert_eq!(r.len(), 1, "{path}");
+    r.remove(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fixture(name: &str) -> Record {
-        let path = format!(
-            "{}/tests/data/engine-records/{name}.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let text = std::fs::read(&path).unwrap();
-        let mut r = parse_records(&text).unwrap();
-        assert_eq!(r.len(), 1, "{path}");
-        r.remove(0)
-    }
 
     fn all_caps() -> Vec<String> {
         crate::catalog::capabilities()

@@ -94,6 +94,32 @@ pub struct ContainerTeardown {
     pub exit: i32,
 }
 
+impl ContainerTeardown {
+    /// Nothing known yet: unknown, not assessed, exit 3.
+    fn new(id: &str, name: &str, image: &str, nonce: &str) -> ContainerTeardown {
+        ContainerTeardown {
+            id: id.to_string(),
+            name: name.to_string(),
+            image: image.to_string(),
+            exists: None,
+            state: None,
+            volumes: Vec::new(),
+            canaries: Vec::new(),
+            result: "unknown",
+            findings: Vec::new(),
+            control: Control {
+                id: "teardown",
+                score: 0,
+                status: "not-assessed",
+                reason: String::new(),
+            },
+            statement: None,
+            nonce: nonce.to_string(),
+            exit: 3,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Teardown {
     pub schema: &'static str,
@@ -259,26 +285,9 @@ pub fn teardown(opts: &Options, signer: &Signer) -> Result<Teardown, TeardownErr
             Ok((recs, _)) => Ok(recs.iter().find(|r| r.id == c.id).map(|r| r.status.clone())),
             Err(e) => Err(e.to_string()),
         };
-        let mut t = ContainerTeardown {
-            id: c.id.clone(),
-            name: c.name.clone(),
-            image: c.image.clone(),
-            exists: exists.as_ref().ok().map(Option::is_some),
-            state: exists.as_ref().ok().cloned().flatten(),
-            volumes: Vec::new(),
-            canaries: Vec::new(),
-            result: "unknown",
-            findings: Vec::new(),
-            control: Control {
-                id: "teardown",
-                score: 0,
-                status: "not-assessed",
-                reason: String::new(),
-            },
-            statement: None,
-            nonce: c.nonce.clone(),
-            exit: 3,
-        };
+        let mut t = ContainerTeardown::new(&c.id, &c.name, &c.image, &c.nonce);
+        t.exists = exists.as_ref().ok().map(Option::is_some);
+        t.state = exists.as_ref().ok().cloned().flatten();
         let base = |f: Finding| {
             f.with("container", c.name.clone())
                 .with("container_id", c.id.clone())
@@ -662,26 +671,11 @@ mod tests {
         vols: Vec<VolumeState>,
         canaries: Vec<CanaryState>,
     ) -> ContainerTeardown {
-        let mut t = ContainerTeardown {
-            id: "ab".into(),
-            name: "c".into(),
-            image: "i".into(),
-            exists,
-            state: exists.and_then(|e| e.then(|| "exited".to_string())),
-            volumes: vols,
-            canaries,
-            result: "unknown",
-            findings: vec![],
-            control: Control {
-                id: "teardown",
-                score: 0,
-                status: "not-assessed",
-                reason: String::new(),
-            },
-            statement: None,
-            nonce: "n".into(),
-            exit: 3,
-        };
+        let mut t = ContainerTeardown::new("ab", "c", "i", "n");
+        t.exists = exists;
+        t.state = exists.and_then(|e| e.then(|| "exited".to_string()));
+        t.volumes = vols;
+        t.canaries = canaries;
         decide(&mut t);
         t
     }

@@ -138,6 +138,27 @@ fn cis_floor(c: &Value) -> Vec<String> {
 /// One container of a case: (tag, flags, image, command, kind).
 type Spec<'a> = (&'a str, Vec<&'a str>, &'a str, &'a [&'a str], &'a str);
 
+/// Starts every container of `specs` at once (each with --network none).
+fn start_all<'a, 's>(
+    eng: Eng,
+    rl: Option<&'a Rootless>,
+    specs: &'s [Spec<'s>],
+) -> Vec<(Ctr<'a>, &'s str, &'s str)> {
+    std::thread::scope(|s| {
+        let hs: Vec<_> = specs
+            .iter()
+            .map(|(tag, flags, image, cmd, kind)| {
+                s.spawn(move || {
+                    let mut f = flags.clone();
+                    f.extend_from_slice(&["--network", "none"]);
+                    (Ctr::start(eng, rl, tag, &f, image, cmd), *tag, *kind)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
 fn inspect_cmd(bin: &Path) -> Command {
     let mut c = Command::new(bin);
     c.arg("inspect");
@@ -161,7 +182,6 @@ fn docker_runc_and_runsc_inspect_places_verifies_and_agrees() {
     let wsv_ro = format!("{}:/workspace", ws_ro.arg());
     let usrv = format!("{}:/usr", usr.arg());
     let sleep: &[&str] = &["/bin/sleep", "600"];
-    let none: &[&str] = &["--network", "none"];
     // (tag, flags, image, command, kind): kind a/b/c are verified and
     // agree; "cis" adds more of the benchmark's warnings; "ro" is not placed.
     let mut specs: Vec<Spec> = vec![
@@ -252,23 +272,7 @@ fn docker_runc_and_runsc_inspect_places_verifies_and_agrees() {
             ),
         ]);
     }
-    let ctrs: Vec<(Ctr, &str, &str)> = std::thread::scope(|s| {
-        let hs: Vec<_> = specs
-            .iter()
-            .map(|(tag, flags, image, cmd, kind)| {
-                s.spawn(move || {
-                    let mut f = flags.clone();
-                    f.extend_from_slice(none);
-                    (
-                        Ctr::start(Eng::Docker, None, tag, &f, image, cmd),
-                        *tag,
-                        *kind,
-                    )
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
-    });
+    let ctrs = start_all(Eng::Docker, None, &specs);
     let before: Vec<String> = ctrs.iter().map(|(c, _, _)| c.diff()).collect();
     let ws_hash = tree_hash(&ws_ro.path);
     let out = tmp.path.join("out");
@@ -355,26 +359,10 @@ fn docker_runc_and_runsc_inspect_places_verifies_and_agrees() {
             String::from_utf8_lossy(&v.stdout)
         ));
     }
-    assert!(
-        bad.is_empty(),
-        "{}\n\nstdout:\n{}\nstderr:\n{}",
-        bad.join("\n"),
-        ran.stdout,
-        ran.stderr
-    );
+    assert_none(&bad, &ran);
     // The key is in no output and no file inside any container.
-    let mut outputs: Vec<(String, Vec<u8>)> = vec![
-        ("stdout".into(), ran.stdout.clone().into_bytes()),
-        ("stderr".into(), ran.stderr.clone().into_bytes()),
-    ];
-    for (c, tag, _) in &ctrs {
-        outputs.push((format!("{tag}'s filesystem"), c.export()));
-    }
-    let refs: Vec<(&str, &[u8])> = outputs
-        .iter()
-        .map(|(n, b)| (n.as_str(), b.as_slice()))
-        .collect();
-    assert_no_key_in(&out, &key, &refs);
+    let all: Vec<&Ctr> = ctrs.iter().map(|(c, _, _)| c).collect();
+    assert_no_key_anywhere(&out, &key, &ran, &all);
 }
 
 /// Rootful podman: (a) with --read-only (podman's exec-allowed /tmp takes
@@ -559,19 +547,7 @@ fn inspect_podman(
     bin: &Path,
     as_user: Option<&Rootless>,
 ) {
-    let ctrs: Vec<(Ctr, &str, &str)> = std::thread::scope(|s| {
-        let hs: Vec<_> = specs
-            .iter()
-            .map(|(tag, flags, image, cmd, kind)| {
-                s.spawn(move || {
-                    let mut f = flags.clone();
-                    f.extend_from_slice(&["--network", "none"]);
-                    (Ctr::start(eng, rl, tag, &f, image, cmd), *tag, *kind)
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
-    });
+    let ctrs = start_all(eng, rl, &specs);
     let before: Vec<String> = ctrs.iter().map(|(c, _, _)| c.diff()).collect();
     let out = dir.join(unique("out"));
     let mut cmd = match as_user {
@@ -618,23 +594,7 @@ fn inspect_podman(
             ));
         }
     }
-    assert!(
-        bad.is_empty(),
-        "{}\n\nstdout:\n{}\nstderr:\n{}",
-        bad.join("\n"),
-        ran.stdout,
-        ran.stderr
-    );
-    let mut outputs: Vec<(String, Vec<u8>)> = vec![
-        ("stdout".into(), ran.stdout.clone().into_bytes()),
-        ("stderr".into(), ran.stderr.clone().into_bytes()),
-    ];
-    for (c, tag, _) in &ctrs {
-        outputs.push((format!("{tag}'s filesystem"), c.export()));
-    }
-    let refs: Vec<(&str, &[u8])> = outputs
-        .iter()
-        .map(|(n, b)| (n.as_str(), b.as_slice()))
-        .collect();
-    assert_no_key_in(&out, key, &refs);
+    assert_none(&bad, &ran);
+    let all: Vec<&Ctr> = ctrs.iter().map(|(c, _, _)| c).collect();
+    assert_no_key_anywhere(&out, key, &ran, &all);
 }

@@ -194,13 +194,7 @@ fn hostile_probes_are_not_probed_or_not_verified_and_the_others_are_unaffected()
     if ran.maxrss_kib > 160 * 1024 {
         bad.push(format!("peak RSS {} KiB", ran.maxrss_kib));
     }
-    assert!(
-        bad.is_empty(),
-        "{}\n\nstdout:\n{}\nstderr:\n{}",
-        bad.join("\n"),
-        ran.stdout,
-        ran.stderr
-    );
+    assert_none(&bad, &ran);
     assert_no_key_in(
         &out,
         &key,

@@ -336,3 +336,32 @@ pub fn workspace() -> TempPath {
     std::fs::write(d.path.join("src/lib.rs"), "// lib\n").unwrap();
     d
 }
+
+/// Fails with every broken expectation and the command's output.
+#[track_caller]
+pub fn assert_none(bad: &[String], ran: &Ran) {
+    assert!(
+        bad.is_empty(),
+        "{}\n\nstdout:\n{}\nstderr:\n{}",
+        bad.join("\n"),
+        ran.stdout,
+        ran.stderr
+    );
+}
+
+/// The key is in no file of the inspection, no output, and no file inside
+/// any of the containers (their whole filesystems, exported).
+pub fn assert_no_key_anywhere(out: &Path, key: &Path, ran: &Ran, ctrs: &[&Ctr]) {
+    let mut outputs: Vec<(String, Vec<u8>)> = vec![
+        ("stdout".into(), ran.stdout.clone().into_bytes()),
+        ("stderr".into(), ran.stderr.clone().into_bytes()),
+    ];
+    for c in ctrs {
+        outputs.push((format!("{}'s filesystem", c.name), c.export()));
+    }
+    let refs: Vec<(&str, &[u8])> = outputs
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    assert_no_key_in(out, key, &refs);
+}

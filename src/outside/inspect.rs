@@ -593,26 +593,86 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
         }
         cands = rest;
     }
-    let tp = Instant::now();
+    let volumes: Vec<String> = rec
+        .mounts
+        .iter()
+        .filter(|m| m.kind == MountKind::Volume && m.rw)
+        .filter(|m| {
+            !ws.as_ref()
+                .is_some_and(|w| placement::within(&m.destination, &w.0))
+        })
+        .map(|m| m.destination.clone())
+        .collect();
+    let root_user = rec.uid() == Some(0) || rec.user_name() == Some("root");
+    // Each place in turn: copy the probe there, run it. That it is visible
+    // and starts is what the run shows first: an exec that cannot start it
+    // (exit 126 or 127, nothing on stdout) sends us to the next place.
     let mut tried = Vec::new();
-    let mut placed: Option<(Candidate, String)> = None;
+    let mut ran: Option<(Candidate, String, Option<String>, bool, Captured)> = None;
+    let (mut place_ms, mut run_ms) = (0, 0);
     for cand in cands {
-        match place(sh, rec, &cand, cleanup_at) {
-            Ok(sha) => {
-                placed = Some((cand, sha));
-                break;
+        let tp = Instant::now();
+        let placed = place(sh, rec, &cand, cleanup_at);
+        place_ms += ms(tp);
+        let (sha, policy_in) = match placed {
+            Ok(p) => p,
+            Err(why) => {
+                tried.push(Passed {
+                    place: cand.path.clone(),
+                    why,
+                });
+                continue;
             }
-            Err(why) => tried.push(Passed {
+        };
+        // The run removes the probe itself when nothing follows it and it
+        // can unlink the file; otherwise the plant, as root, does.
+        let run_removes = !cand.existing && volumes.is_empty() && root_user;
+        let tr = Instant::now();
+        let out = run_probe(
+            sh,
+            rec,
+            &cand,
+            &nonce,
+            ws.as_ref().map(|w| w.0.as_str()),
+            policy_in.as_deref(),
+            run_removes,
+            cleanup_at,
+        );
+        run_ms += ms(tr);
+        // Docker writes its "OCI runtime exec failed" on stdout, podman
+        // on stderr: either way no JSON came.
+        let no_json = !out.stdout.trim_ascii_start().starts_with(b"{");
+        if matches!(out.exit_code, Some(126) | Some(127)) && no_json {
+            let said = String::from_utf8_lossy(&out.stdout);
+            let said = said.lines().next().unwrap_or("").trim();
+            tried.push(Passed {
                 place: cand.path.clone(),
-                why,
-            }),
+                why: format!(
+                    "copied, but it does not start there ({}{}){}",
+                    failure(&format!("{} exec", sh.engine.cli_name()), &out),
+                    if said.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", sanitize::short(&sanitize::escape(said), 300))
+                    },
+                    if cand.existing {
+                        String::new()
+                    } else {
+                        format!("; the copy may remain at {}", cand.path)
+                    }
+                ),
+            });
+        } else {
+            ran = Some((cand, sha, policy_in, run_removes, out));
+            break;
         }
         if Instant::now() >= cleanup_at {
             break;
         }
     }
-    c.steps_ms.insert("place", ms(tp));
-    let Some((cand, sha)) = placed else {
+    c.steps_ms.insert("place", place_ms);
+    c.steps_ms.insert("run", run_ms);
+    let Some((cand, sha, policy_in, run_removes, out)) = ran else {
         c.instruction = Some(placement::instruction(
             rec,
             sh.binary_shown,
@@ -635,75 +695,6 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
         removal: None,
         sha256: sha.clone(),
     });
-    let policy_in = (!cand.existing && sh.staged.policy.is_some())
-        .then(|| format!("{}.policy.toml", cand.path));
-    if let (Some(p), Some(src)) = (&policy_in, &sh.staged.policy) {
-        let cp = sh.engine.copy_in(src, &rec.id, p, cleanup_at);
-        if cp.status != ToolStatus::Ok {
-            c.not_probed = Some(format!(
-                "the policy could not be placed beside the probe: {}",
-                failure("cp", &cp)
-            ));
-            remove_placed(sh, rec, &cand, &mut c, deadline, policy_in.as_deref());
-            finish(sh, rec, &mut c, None);
-            return c;
-        }
-    }
-    // The run.
-    let volumes: Vec<String> = rec
-        .mounts
-        .iter()
-        .filter(|m| m.kind == MountKind::Volume && m.rw)
-        .filter(|m| {
-            !ws.as_ref()
-                .is_some_and(|w| placement::within(&m.destination, &w.0))
-        })
-        .map(|m| m.destination.clone())
-        .collect();
-    let root_user = rec.uid() == Some(0) || rec.user_name() == Some("root");
-    // The run removes the probe itself when nothing follows it and it can
-    // unlink the file; otherwise the plant, as root, does.
-    let run_removes = !cand.existing && volumes.is_empty() && root_user;
-    let tr = Instant::now();
-    let left = cleanup_at.saturating_duration_since(Instant::now());
-    let mut argv: Vec<String> = vec![
-        cand.path.clone(),
-        "run".into(),
-        "--format".into(),
-        "json".into(),
-        "--attest".into(),
-        "-".into(),
-        "--sign-key-fd".into(),
-        "0".into(),
-        "--nonce".into(),
-        nonce.clone(),
-        "--timeout".into(),
-        format!("{}ms", probe_timeout(left).as_millis()),
-        "--fail-on".into(),
-        sh.opts
-            .fail_on
-            .map_or("none".to_string(), |s| s.as_str().to_string()),
-    ];
-    if let Some((w, _)) = &ws {
-        argv.push("--workspace".into());
-        argv.push(w.clone());
-    }
-    if let Some(p) = &policy_in {
-        argv.push("--policy".into());
-        argv.push(p.clone());
-    }
-    if run_removes {
-        argv.push("--remove-self".into());
-    }
-    let out = sh.engine.exec(
-        &rec.id,
-        None,
-        &argv,
-        Some(sh.key_pem.as_bytes()),
-        cleanup_at,
-        (REPORT_CAP, STDERR_CAP),
-    );
-    c.steps_ms.insert("run", ms(tr));
     if run_removes {
         note_removal(&mut c, &out);
     }
@@ -782,46 +773,90 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
     c
 }
 
-/// Copies the probe to `cand` and checks that it is visible and starts
-/// there: Ok(the SHA-256 of what is there) or why not.
-fn place(sh: &Shared, rec: &Record, cand: &Candidate, until: Instant) -> Result<String, String> {
-    let sha = if cand.existing {
+/// Copies the probe (and the policy, beside it) to `cand`: Ok(the SHA-256
+/// of the binary there, the policy's path) or why not. The probe already
+/// bind-mounted in is hashed from its source on the host.
+fn place(
+    sh: &Shared,
+    rec: &Record,
+    cand: &Candidate,
+    until: Instant,
+) -> Result<(String, Option<String>), String> {
+    if cand.existing {
         let host = cand.host_binary.as_deref().unwrap_or("");
-        sha256_file(Path::new(host), 1 << 30)
-            .map_err(|e| format!("its source on the host cannot be read: {e}"))?
-    } else {
-        let cp = sh
-            .engine
-            .copy_in(&sh.staged.binary, &rec.id, &cand.path, until);
-        if cp.status != ToolStatus::Ok {
-            return Err(failure(&format!("{} cp", sh.engine.cli_name()), &cp));
-        }
-        sh.binary_sha.to_string()
+        let sha = sha256_file(Path::new(host), 1 << 30)
+            .map_err(|e| format!("its source on the host cannot be read: {e}"))?;
+        return Ok((sha, None));
+    }
+    let cp = sh
+        .engine
+        .copy_in(&sh.staged.binary, &rec.id, &cand.path, until);
+    if cp.status != ToolStatus::Ok {
+        return Err(failure(&format!("{} cp", sh.engine.cli_name()), &cp));
+    }
+    let Some(src) = &sh.staged.policy else {
+        return Ok((sh.binary_sha.to_string(), None));
     };
-    let v = sh.engine.exec(
+    let p = format!("{}.policy.toml", cand.path);
+    let cp = sh.engine.copy_in(src, &rec.id, &p, until);
+    if cp.status != ToolStatus::Ok {
+        let why = format!(
+            "the policy could not be placed beside the probe ({}); the probe copied there may remain",
+            failure(&format!("{} cp", sh.engine.cli_name()), &cp)
+        );
+        return Err(why);
+    }
+    Ok((sh.binary_sha.to_string(), Some(p)))
+}
+
+/// The probe's run: the report and the envelope on stdout, the key on stdin.
+#[allow(clippy::too_many_arguments)]
+fn run_probe(
+    sh: &Shared,
+    rec: &Record,
+    cand: &Candidate,
+    nonce: &str,
+    workspace: Option<&str>,
+    policy: Option<&str>,
+    remove: bool,
+    until: Instant,
+) -> Captured {
+    let left = until.saturating_duration_since(Instant::now());
+    let mut argv: Vec<String> = vec![
+        cand.path.clone(),
+        "run".into(),
+        "--format".into(),
+        "json".into(),
+        "--attest".into(),
+        "-".into(),
+        "--sign-key-fd".into(),
+        "0".into(),
+        "--nonce".into(),
+        nonce.to_string(),
+        "--timeout".into(),
+        format!("{}ms", probe_timeout(left).as_millis()),
+        "--fail-on".into(),
+        sh.opts
+            .fail_on
+            .map_or("none".to_string(), |s| s.as_str().to_string()),
+    ];
+    if let Some(w) = workspace {
+        argv.extend(["--workspace".into(), w.to_string()]);
+    }
+    if let Some(p) = policy {
+        argv.extend(["--policy".into(), p.to_string()]);
+    }
+    if remove {
+        argv.push("--remove-self".into());
+    }
+    sh.engine.exec(
         &rec.id,
         None,
-        &[cand.path.clone(), "--version".into()],
-        None,
+        &argv,
+        Some(sh.key_pem.as_bytes()),
         until,
-        (4096, 4096),
-    );
-    let text = String::from_utf8_lossy(&v.stdout);
-    if v.status == ToolStatus::Ok && text.starts_with("selfprobe ") {
-        return Ok(sha);
-    }
-    let why = format!(
-        "copied, but it does not start there ({})",
-        failure(
-            &format!("{} exec {} --version", sh.engine.cli_name(), cand.path),
-            &v
-        )
-    );
-    // What was copied but cannot run stays where it is: say so.
-    if !cand.existing {
-        return Err(format!("{why}; the copy may remain at {}", cand.path));
-    }
-    Err(why)
+        (REPORT_CAP, STDERR_CAP),
+    )
 }
 
 /// The `--remove-self` line the probe wrote on stderr.
@@ -849,43 +884,6 @@ fn note_removal(c: &mut ContainerResult, out: &Captured) {
             }
         }
     }
-}
-
-/// After a failed placement of the policy: the binary (and the policy, if
-/// it got there) out again, bounded.
-fn remove_placed(
-    sh: &Shared,
-    rec: &Record,
-    cand: &Candidate,
-    c: &mut ContainerResult,
-    deadline: Instant,
-    policy: Option<&str>,
-) {
-    if cand.existing {
-        return;
-    }
-    let mut argv = vec![
-        cand.path.clone(),
-        "canary".into(),
-        "plant".into(),
-        "--only-in".into(),
-        "/".into(),
-        "--format".into(),
-        "json".into(),
-        "--remove-self".into(),
-    ];
-    if let Some(p) = policy {
-        argv.extend(["--policy".into(), p.to_string()]);
-    }
-    let o = sh.engine.exec(
-        &rec.id,
-        Some("0"),
-        &argv,
-        None,
-        deadline,
-        (1 << 20, STDERR_CAP),
-    );
-    note_removal(c, &o);
 }
 
 /// The run's stdout: the JSON report, then the DSSE envelope (`--attest

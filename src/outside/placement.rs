@@ -163,6 +163,8 @@ pub fn candidates(
             Some("holds the workspace".to_string())
         } else if !m.rw {
             Some(format!("a read-only {what}"))
+        } else if method == Method::Volume && m.noexec() {
+            Some("a noexec volume".to_string())
         } else if method == Method::Tmpfs && !m.tmpfs_exec(rec.engine) {
             Some(match rec.engine {
                 EngineKind::Docker => {

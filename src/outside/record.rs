@@ -75,12 +75,20 @@ pub struct RecordMount {
     pub name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub driver: Option<String>,
-    /// A tmpfs's options as recorded ("noexec", "exec", "rw,nosuid,…").
+    /// The options as recorded: a tmpfs's ("noexec", "exec", "rw,nosuid,…"),
+    /// podman's for a bind or volume ("nosuid,nodev,rbind").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub options: Option<String>,
 }
 
 impl RecordMount {
+    /// The record says the mount is noexec.
+    pub fn noexec(&self) -> bool {
+        self.options
+            .as_deref()
+            .is_some_and(|o| o.split(',').any(|x| x.trim() == "noexec"))
+    }
+
     /// Whether a tmpfs lets a placed binary run. Docker's `--tmpfs` is
     /// noexec unless `exec` is given; podman writes the options it used.
     pub fn tmpfs_exec(&self, engine: EngineKind) -> bool {
@@ -428,6 +436,8 @@ fn mount(m: &Value) -> RecordMount {
     };
     let name = s(m, "/Name");
     let driver = s(m, "/Driver");
+    // Podman lists a mount's options (nosuid, nodev, noexec…); Docker does not.
+    let options = strings(m, "/Options");
     RecordMount {
         source: s(m, "/Source"),
         destination: s(m, "/Destination"),
@@ -435,7 +445,7 @@ fn mount(m: &Value) -> RecordMount {
         propagation: s(m, "/Propagation"),
         name: (!name.is_empty()).then_some(name),
         driver: (kind == MountKind::Volume && !driver.is_empty()).then_some(driver),
-        options: None,
+        options: (!options.is_empty()).then(|| options.join(",")),
         kind,
     }
 }

@@ -310,11 +310,7 @@ fn docker_runc_and_runsc_inspect_places_verifies_and_agrees() {
                 }
             }
             kind => {
-                bad.extend(
-                    probed(e, true)
-                        .into_iter()
-                        .map(|b| format!("{tag}: {b}")),
-                );
+                bad.extend(probed(e, true).into_iter().map(|b| format!("{tag}: {b}")));
                 bad.extend(cis_floor(e));
                 if kind == "b" {
                     let runc = !tag.starts_with('g');

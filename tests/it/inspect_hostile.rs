@@ -195,6 +195,31 @@ fn hostile_probes_are_not_probed_or_not_verified_and_the_others_are_unaffected()
         bad.push(format!("peak RSS {} KiB", ran.maxrss_kib));
     }
     assert_none(&bad, &ran);
+    // A place the copy cannot start from (the noexec /dev/shm every
+    // container has, named with --place-in): the run's exec says so, and
+    // with no other place allowed the container is not probed.
+    let subst = &ctrs.iter().find(|(_, case)| *case == "subst").unwrap().0;
+    let out2 = tmp.path.join("out2");
+    let mut cmd = Command::new(shipped::bin());
+    cmd.args([
+        "inspect",
+        "--engine",
+        "docker",
+        "--place-in",
+        "/dev/shm",
+        "--out-dir",
+    ])
+    .arg(&out2)
+    .arg(&subst.name);
+    let ran2 = run_measured(cmd, Duration::from_secs(60));
+    let e = read_json(&out2.join("inspection.json"));
+    let e = entry(&e, &subst.name);
+    let passed = e["placement_passed"].to_string();
+    assert!(
+        ran2.code == 3 && e["placement"].is_null() && passed.contains("does not start there"),
+        "{e:#}\n{}",
+        ran2.stdout
+    );
     assert_no_key_in(
         &out,
         &key,

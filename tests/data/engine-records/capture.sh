@@ -13,8 +13,8 @@ tmp=$(mktemp -d /tmp/selfprobe-capture.XXXXXX)
 mkdir "$tmp/ws"
 python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$tmp/podman.sock"
 cleanup() {
-  for c in clean b volumes gvisor privileged; do docker rm -f "selfprobe-capture-$c" >/dev/null 2>&1 || true; done
-  for c in clean-ro b volumes; do podman rm -f -t 0 "selfprobe-capture-$c" >/dev/null 2>&1 || true; done
+  for c in clean b volumes gvisor privileged; do docker rm -f -v "selfprobe-capture-$c" >/dev/null 2>&1 || true; done
+  for c in clean-ro b volumes; do podman rm -f -v -t 0 "selfprobe-capture-$c" >/dev/null 2>&1 || true; done
   docker volume rm -f selfprobe-capture-named >/dev/null 2>&1 || true
   podman volume rm -f selfprobe-capture-named >/dev/null 2>&1 || true
   rm -rf "$tmp"

@@ -49,19 +49,9 @@ done
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, $n containers"
 
 now() { date +%s%N; }
-t0=$(now)
-for c in "${names[@]}"; do docker exec "$c" true; done
-t1=$(now)
-printf '%s\n' "${names[@]}" | xargs -P4 -I{} docker exec {} true
-t2=$(now)
-echo "bare docker exec CTR true: $(( (t1 - t0) / 1000000 / n )) ms per call sequentially; all $n, 4 at a time: $(( (t2 - t1) / 1000000 )) ms"
-
-for p in "${par[@]}"; do
-    out="$tmp/out-$p"
-    s=$(now)
-    "$bin" inspect --engine docker --parallel "$p" --out-dir "$out" --format json "${names[@]}" > "$tmp/insp-$p.json" || true
-    e=$(now)
-    python3 - "$tmp/insp-$p.json" "$out" "$p" "$(( (e - s) / 1000000 ))" "$n" <<'PY'
+# One line per inspect: ARGS are the JSON, its directory, a label, the wall ms and N.
+summarize() {
+    python3 - "$@" <<'PY'
 import json, statistics, sys
 from pathlib import Path
 insp, out, p, wall, n = json.load(open(sys.argv[1])), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
@@ -75,6 +65,38 @@ print(f"inspect --parallel {p}: {wall} ms for {n} ({wall / n:.0f} ms per contain
       f"{ok}/{n} verified with no disagreement; per container median: placement {med('place')} ms, "
       f"run {med('run')} ms, total {med('total')} ms; the probe's own run {statistics.median(own):.0f} ms")
 PY
+}
+
+t0=$(now)
+for c in "${names[@]}"; do docker exec "$c" true; done
+t1=$(now)
+printf '%s\n' "${names[@]}" | xargs -P4 -I{} docker exec {} true
+t2=$(now)
+echo "bare docker exec CTR true: $(( (t1 - t0) / 1000000 / n )) ms per call sequentially; all $n, 4 at a time: $(( (t2 - t1) / 1000000 )) ms"
+
+for p in "${par[@]}"; do
+    out="$tmp/out-$p"
+    s=$(now)
+    "$bin" inspect --engine docker --parallel "$p" --out-dir "$out" --format json "${names[@]}" > "$tmp/insp-$p.json" || true
+    e=$(now)
+    summarize "$tmp/insp-$p.json" "$out" "$p" "$(( (e - s) / 1000000 ))" "$n"
+done
+# The same containers with the probe bind-mounted read-only, as the
+# instruction says: nothing to copy or remove, one exec per container.
+mounted=()
+for i in $(seq 1 "$n"); do
+    c="$tag-m$i"
+    names+=("$c")
+    mounted+=("$c")
+    docker run -d --name "$c" --cap-drop=all --network none -v "$tmp/ws:/workspace" \
+        -v "$bin:/usr/local/bin/selfprobe:ro" "localhost/$tag:latest" /bin/sleep 3600 >/dev/null
+done
+for p in 1 4; do
+    out="$tmp/outm-$p"
+    s=$(now)
+    "$bin" inspect --engine docker --parallel "$p" --out-dir "$out" --format json "${mounted[@]}" > "$tmp/inspm-$p.json" || true
+    e=$(now)
+    summarize "$tmp/inspm-$p.json" "$out" "$p (probe bind-mounted)" "$(( (e - s) / 1000000 ))" "$n"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "stripped release binary: $(stat -c %s "$bin") bytes"

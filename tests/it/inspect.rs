@@ -594,3 +594,79 @@ fn inspect_podman(
     let all: Vec<&Ctr> = ctrs.iter().map(|(c, _, _)| c).collect();
     assert_no_key_anywhere(&out, key, &ran, &all);
 }
+
+/// `--all --filter label=K=V` inspects exactly the running containers with
+/// that label; `--policy` reaches the probe (placed beside it, removed with
+/// it) and the inspection's own findings (a severity override).
+#[test]
+fn docker_all_by_label_with_a_policy() {
+    const T: &str = "docker_all_by_label_with_a_policy";
+    let Some(img) = docker_image(T) else {
+        return;
+    };
+    let tmp = TempPath::dir("all").unwrap();
+    let label = format!("org.selfprobe.test={}", unique("all"));
+    let lab = ["--label", label.as_str()];
+    let specs: Vec<Spec> = vec![
+        ("all1", lab.to_vec(), img, &["/bin/sleep", "600"], "a"),
+        ("all2", lab.to_vec(), img, &["/bin/sleep", "600"], "a"),
+        ("other", vec![], img, &["/bin/sleep", "600"], "a"),
+    ];
+    let ctrs = start_all(Eng::Docker, None, &specs);
+    let before: Vec<String> = ctrs.iter().map(|(c, _, _)| c.diff()).collect();
+    let pol = tmp.path.join("p.toml");
+    std::fs::write(
+        &pol,
+        "[workspace]\npath = \"/workspace\"\n\n[severity]\n\"outside.memory-unlimited\" = \"info\"\n",
+    )
+    .unwrap();
+    let out = tmp.path.join("out");
+    let mut cmd = inspect_cmd(shipped::bin());
+    cmd.args(["--engine", "docker", "--all", "--filter"])
+        .arg(format!("label={label}"))
+        .arg("--policy")
+        .arg(&pol)
+        .arg("--out-dir")
+        .arg(&out);
+    let ran = run_measured(cmd, Duration::from_secs(120));
+    let insp = read_json(&out.join("inspection.json"));
+    let mut names: Vec<&str> = insp["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    names.sort();
+    let mut want = vec![ctrs[0].0.name.as_str(), ctrs[1].0.name.as_str()];
+    want.sort();
+    let mut bad = Vec::new();
+    if names != want {
+        bad.push(format!("inspected {names:?}, want {want:?}"));
+    }
+    for ((c, tag, _), before) in ctrs.iter().zip(&before).take(2) {
+        let e = entry(&insp, &c.name);
+        bad.extend(probed(e, true).into_iter().map(|b| format!("{tag}: {b}")));
+        let report = read_json(&out.join(e["report"].as_str().unwrap_or("-")));
+        let p = report["run"]["policy"].as_str().unwrap_or("");
+        if !p.ends_with(".policy.toml") || report["run"]["workspace"] != "/workspace" {
+            bad.push(format!(
+                "{tag}: the policy did not reach the probe: {}",
+                report["run"]
+            ));
+        }
+        let mem = e["findings"]
+            .as_array()
+            .and_then(|f| f.iter().find(|f| f["code"] == "outside.memory-unlimited"));
+        if mem.is_none_or(|f| f["severity"] != "info") {
+            bad.push(format!(
+                "{tag}: the severity override was not applied: {mem:?}"
+            ));
+        }
+        if &c.diff() != before {
+            bad.push(format!(
+                "{tag}: the diff changed (the policy beside the probe?)"
+            ));
+        }
+    }
+    assert_none(&bad, &ran);
+}

@@ -18,11 +18,18 @@ use crate::common::shipped;
 fn inspect_one(dir: &std::path::Path, key: &std::path::Path, name: &str) -> Value {
     let out = dir.join(unique("out"));
     let mut cmd = Command::new(shipped::bin());
-    cmd.args(["inspect", "--engine", "docker", "--sign-key"])
-        .arg(key)
-        .arg("--out-dir")
-        .arg(&out)
-        .arg(name);
+    cmd.args([
+        "inspect",
+        "--engine",
+        "docker",
+        "--format",
+        "json",
+        "--sign-key",
+    ])
+    .arg(key)
+    .arg("--out-dir")
+    .arg(&out)
+    .arg(name);
     let ran = run_measured(cmd, Duration::from_secs(120));
     assert!(
         ran.code == 0 || ran.code == 1,
@@ -30,6 +37,11 @@ fn inspect_one(dir: &std::path::Path, key: &std::path::Path, name: &str) -> Valu
         ran.code,
         ran.stdout,
         ran.stderr
+    );
+    let file = std::fs::read_to_string(out.join("inspection.json")).unwrap();
+    assert_eq!(
+        ran.stdout, file,
+        "--format json prints inspection.json, byte for byte"
     );
     let mut insp = read_json(&out.join("inspection.json"));
     insp["dir"] = Value::String(out.display().to_string());

@@ -545,7 +545,7 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
     let nonce = random_hex(16).unwrap_or_else(|_| crate::host::run_id());
     let mut c = ContainerResult::new(&rec.id, &rec.name, &rec.image, nonce.clone());
     c.image_digest = image_digest(rec, &sh.digests);
-    c.record = Some(record_out(sh, rec));
+    c.record = Some(record_out(sh, rec, cleanup_at));
     let ws = placement::workspace(
         rec,
         sh.opts.workspace.as_deref(),
@@ -711,8 +711,10 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
         }
     };
     // Canaries, then the probe's removal (as root: the container's user may
-    // not unlink a file in / or write every volume).
-    if !cand.existing && !run_removes {
+    // not unlink a file in / or write every volume); also when the run was
+    // to remove itself and did not (it was killed, or it failed).
+    let removed = c.placement.as_ref().and_then(|p| p.removed) == Some(true);
+    if !cand.existing && (!run_removes || !removed) {
         let tc = Instant::now();
         let plant_ok = report.is_some();
         let only: Vec<String> = if plant_ok && !volumes.is_empty() {
@@ -1043,11 +1045,10 @@ fn image_digest(rec: &Record, digests: &BTreeMap<String, Vec<String>>) -> Option
         .map(|(_, h)| h.to_string())
 }
 
-fn record_out(sh: &Shared, rec: &Record) -> RecordOut {
+fn record_out(sh: &Shared, rec: &Record, deadline: Instant) -> RecordOut {
     let defaults = &sh.engine.default_caps;
     let bounding = rec.bounding_set(&sh.all_caps, defaults);
     let effective = rec.effective_set(&sh.all_caps, defaults, rec.uid());
-    let deadline = Instant::now() + Duration::from_secs(10).min(sh.opts.timeout);
     let volumes = rec
         .volumes()
         .map(|m| {

@@ -372,21 +372,26 @@ pub fn inspect(opts: &Options, signer: &Signer) -> Result<Inspection, InspectErr
     let key_pem = signer
         .private_pem()
         .map_err(|e| InspectError::Usage(e.to_string()))?;
-    // The engine is asked first: a CLI that is missing or an engine that
-    // does not answer ends the command before anything is written.
-    let engine = Engine::connect(opts.engine, t0 + opts.timeout)
-        .map_err(|e| InspectError::Failed(e.to_string()))?;
+    let (out_dir, made) = make_out_dir(opts.out_dir.as_deref())?;
+    // A CLI that is missing or an engine that does not answer ends the
+    // command before anything is written (the directory made for it goes).
+    let gone = |e: super::engine::EngineError| {
+        if made {
+            let _ = std::fs::remove_dir(&out_dir);
+        }
+        InspectError::Failed(e.to_string())
+    };
+    let engine = Engine::connect(opts.engine, t0 + opts.timeout).map_err(gone)?;
     let refs = if opts.all {
         engine
             .running(opts.filter.as_deref(), Instant::now() + opts.timeout)
-            .map_err(|e| InspectError::Failed(e.to_string()))?
+            .map_err(gone)?
     } else {
         opts.containers.clone()
     };
     let (records, missing) = engine
         .inspect(&refs, Instant::now() + opts.timeout)
-        .map_err(|e| InspectError::Failed(e.to_string()))?;
-    let out_dir = make_out_dir(opts.out_dir.as_deref()).map_err(InspectError::Failed)?;
+        .map_err(gone)?;
     let mut images: Vec<String> = records.iter().map(|r| r.image_id.clone()).collect();
     images.sort();
     images.dedup();
@@ -487,7 +492,8 @@ fn run_all(sh: &Shared, records: &[Record]) -> Vec<ContainerResult> {
 /// The output directory: the one given (made if missing; refused when it
 /// holds anything, so an earlier inspection is never overwritten), else a
 /// new one in the working directory.
-fn make_out_dir(given: Option<&Path>) -> Result<PathBuf, String> {
+/// The directory, and whether it was made now.
+fn make_out_dir(given: Option<&Path>) -> Result<(PathBuf, bool), InspectError> {
     use std::os::unix::fs::DirBuilderExt;
     let dir = match given {
         Some(d) => d.to_path_buf(),
@@ -499,27 +505,38 @@ fn make_out_dir(given: Option<&Path>) -> Result<PathBuf, String> {
                 .unwrap_or(&stamp)
                 .trim_end_matches('Z')
                 .to_string();
-            PathBuf::from(format!("selfprobe-inspect-{stamp}Z-{}", random_hex(2)?))
+            PathBuf::from(format!(
+                "selfprobe-inspect-{stamp}Z-{}",
+                random_hex(2).map_err(InspectError::Failed)?
+            ))
         }
     };
     match std::fs::read_dir(&dir) {
         Ok(mut entries) => {
             if entries.next().is_some() {
-                return Err(format!(
+                return Err(InspectError::Usage(format!(
                     "--out-dir {}: not empty: expected a new or empty directory (an inspection is never written over another)",
                     dir.display()
-                ));
+                )));
             }
-            Ok(dir)
+            Ok((dir, false))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             std::fs::DirBuilder::new()
                 .mode(0o700)
                 .create(&dir)
-                .map_err(|e| format!("cannot make the output directory {}: {e}", dir.display()))?;
-            Ok(dir)
+                .map_err(|e| {
+                    InspectError::Failed(format!(
+                        "cannot make the output directory {}: {e}",
+                        dir.display()
+                    ))
+                })?;
+            Ok((dir, true))
         }
-        Err(e) => Err(format!("--out-dir {}: {e}", dir.display())),
+        Err(e) => Err(InspectError::Usage(format!(
+            "--out-dir {}: {e}",
+            dir.display()
+        ))),
     }
 }
 

@@ -276,12 +276,14 @@ fn docker_runc_and_runsc_inspect_places_verifies_and_agrees() {
     let before: Vec<String> = ctrs.iter().map(|(c, _, _)| c.diff()).collect();
     let ws_hash = tree_hash(&ws_ro.path);
     let out = tmp.path.join("out");
+    let nosuch = unique("nosuch");
     let mut cmd = inspect_cmd(shipped::bin());
     cmd.args(["--engine", "docker", "--sign-key"])
         .arg(&key)
         .arg("--out-dir")
         .arg(&out)
-        .args(ctrs.iter().map(|(c, _, _)| c.name.as_str()));
+        .args(ctrs.iter().map(|(c, _, _)| c.name.as_str()))
+        .arg(&nosuch);
     let ran = run_measured(cmd, Duration::from_secs(240));
     let insp = read_json(&out.join("inspection.json"));
     let mut bad = Vec::new();
@@ -332,6 +334,14 @@ fn docker_runc_and_runsc_inspect_places_verifies_and_agrees() {
                 "{tag}: diff changed:\nbefore:\n{before}\nafter:\n{after}"
             ));
         }
+    }
+    let missing = entry(&insp, &nosuch);
+    if missing["exit"] != 3
+        || !missing["not_probed"]
+            .as_str()
+            .is_some_and(|r| r.contains("no such container"))
+    {
+        bad.push(format!("a container that does not exist: {missing:#}"));
     }
     if tree_hash(&ws_ro.path) != ws_hash {
         bad.push("the read-only container's workspace changed on the host".into());

@@ -327,6 +327,26 @@ fn usage_and_missing_cli_errors_are_clear() {
         err.contains("neither the docker nor the podman CLI"),
         "{err}"
     );
+    // An output directory that holds anything is never written over, and
+    // a directory made for an engine that is not there does not stay.
+    let full = TempPath::dir("full").unwrap();
+    std::fs::write(full.path.join("keep"), "mine\n").unwrap();
+    let (code, err) = run(&["inspect", "--out-dir", full.arg(), "c"], None);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("not empty: expected a new or empty directory"),
+        "{err}"
+    );
+    let fresh = empty.path.join("fresh");
+    let (code, _) = run(
+        &["inspect", "--out-dir", fresh.to_str().unwrap(), "c"],
+        Some(empty.arg()),
+    );
+    assert_eq!(code, Some(3));
+    assert!(
+        !fresh.exists(),
+        "the directory made for the inspection stays"
+    );
     let (code, err) = run(&["teardown", empty.arg()], None);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("inspection.json"), "{err}");

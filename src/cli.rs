@@ -13,6 +13,7 @@ use crate::host::{parse_duration, DurationError};
 use crate::policy::{Policy, PolicyError};
 use crate::probe::network::dial::{Dial, Redirect, RedirectError};
 use crate::probe::network::Options as NetOptions;
+use crate::registry::reference::{RefError, Reference};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -52,6 +53,17 @@ pub enum Command {
     Inspect(InspectArgs),
     /// From the host, after the workspaces are removed: what of an inspection's containers, volumes and canaries survived, as signed statements
     Teardown(TeardownArgs),
+    /// Copy this binary to DIR/selfprobe: for an initContainer whose image has no cp (deploy/kubernetes)
+    Install {
+        /// An existing directory, e.g. an emptyDir the workload container mounts
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// Attestations in an OCI registry: attach envelopes to an image, fetch and verify them
+    Attest {
+        #[command(subcommand)]
+        action: AttestAction,
+    },
 }
 
 /// The engine CLI `inspect` talks to.
@@ -193,6 +205,62 @@ impl InspectArgs {
             parallel: self.parallel,
         })
     }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AttestAction {
+    /// Attach DSSE envelopes (written by --attest) to an image manifest, as OCI 1.1 artifacts whose subject is the image
+    Push(AttestPushArgs),
+    /// List the envelopes attached to an image manifest, download them, and verify each with --pubkey
+    Fetch(AttestFetchArgs),
+}
+
+/// How a registry is reached.
+#[derive(Debug, Clone, Args)]
+pub struct RegistryArgs {
+    /// Allow plain HTTP to a registry that is not on this machine (loopback registries may always use it); certificates are still verified over HTTPS
+    #[arg(long)]
+    pub insecure: bool,
+    /// Deadline for the whole command, e.g. 30s, 2m
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_timeout)]
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AttestPushArgs {
+    /// The image: [REGISTRY/]REPOSITORY[:TAG]@sha256:DIGEST (a digest: a tag can move)
+    #[arg(value_name = "REF@DIGEST", value_parser = parse_reference)]
+    pub reference: Reference,
+    /// DSSE envelopes written by `selfprobe --attest FILE`
+    #[arg(value_name = "ENVELOPE", required = true)]
+    pub envelopes: Vec<PathBuf>,
+    /// Wait up to DURATION for the envelopes to appear (a container beside the probe's in a Pod: --attest writes each whole, then renames it into place)
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub wait: Option<Duration>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AttestFetchArgs {
+    /// The image: [REGISTRY/]REPOSITORY[:TAG]@sha256:DIGEST
+    #[arg(value_name = "REF@DIGEST", value_parser = parse_reference)]
+    pub reference: Reference,
+    /// The public key you trust: each envelope is verified as `selfprobe verify` does
+    #[arg(long, value_name = "FILE")]
+    pub pubkey: Option<PathBuf>,
+    /// The challenge you gave the run (--nonce): each attestation must carry exactly this
+    #[arg(long, value_name = "N", requires = "pubkey")]
+    pub nonce: Option<String>,
+    /// Write each envelope to DIR/<sha256 hex>.intoto.json
+    #[arg(short = 'o', long = "output-dir", value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+fn parse_reference(s: &str) -> Result<Reference, RefError> {
+    Reference::parse(s)
 }
 
 #[derive(Debug, Subcommand)]

@@ -13,6 +13,7 @@ pub mod model;
 pub mod outside;
 pub mod policy;
 pub mod probe;
+pub mod registry;
 pub mod report;
 pub mod run;
 pub mod scorecard;

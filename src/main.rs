@@ -11,8 +11,8 @@ use zeroize::Zeroizing;
 
 use selfprobe::attest::{self, keys, verify};
 use selfprobe::cli::{
-    CanaryAction, Cli, Command, Format, HostFormat, InspectArgs, PubkeyArgs, RunArgs, TeardownArgs,
-    VerifyArgs,
+    AttestAction, AttestFetchArgs, AttestPushArgs, CanaryAction, Cli, Command, Format, HostFormat,
+    InspectArgs, PubkeyArgs, RunArgs, TeardownArgs, VerifyArgs,
 };
 use selfprobe::host::{self, Cleanup};
 use selfprobe::model::Exit;
@@ -86,6 +86,17 @@ fn main() -> ExitCode {
         }) => plant(args, env_key),
         Some(Command::Inspect(args)) => inspect(args, env_key),
         Some(Command::Teardown(args)) => teardown(args, env_key),
+        Some(Command::Install { dir }) => {
+            drop(env_key);
+            install(&dir)
+        }
+        Some(Command::Attest { action }) => {
+            drop(env_key);
+            match action {
+                AttestAction::Push(args) => attest_push(args),
+                AttestAction::Fetch(args) => attest_fetch(args),
+            }
+        }
         None => run(cli.run, env_key),
     };
     if let Some(policy) = remove {
@@ -441,4 +452,126 @@ fn teardown(args: TeardownArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<E
     };
     emit(&text, code)?;
     Ok(code)
+}
+
+/// A registry step's error: usage (exit 2) or a failed step (exit 3).
+fn registry_failure(e: selfprobe::registry::Error) -> Failure {
+    match e {
+        selfprobe::registry::Error::Usage(m) => Failure::usage(m),
+        selfprobe::registry::Error::Failed(m) => Failure::failed(m),
+    }
+}
+
+fn attest_push(args: AttestPushArgs) -> Result<Exit, Failure> {
+    let opts = selfprobe::registry::Options {
+        reference: args.reference,
+        insecure: args.registry.insecure,
+        timeout: args.registry.timeout,
+        resolver: name_resolver,
+    };
+    if let Some(w) = args.wait {
+        selfprobe::registry::wait_for(&args.envelopes, w).map_err(registry_failure)?;
+    }
+    let out = selfprobe::registry::push(&opts, &args.envelopes).map_err(registry_failure)?;
+    emit(&report::registry::push(&out), Exit::Clean)?;
+    Ok(Exit::Clean)
+}
+
+fn attest_fetch(args: AttestFetchArgs) -> Result<Exit, Failure> {
+    let usage = |e: String| Failure::usage(format!("attest fetch: {e}"));
+    if let Some(n) = &args.nonce {
+        attest::check_nonce(n).map_err(|e| usage(e.to_string()))?;
+    }
+    let pubkey = match &args.pubkey {
+        Some(p) => {
+            let bytes =
+                keys::read_public_file(p, MAX_VERIFY_INPUT).map_err(|e| usage(e.to_string()))?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| usage(format!("{}: not text", p.display())))?;
+            Some(
+                keys::parse_public_key(&text)
+                    .map_err(|e| usage(format!("--pubkey {}: {e}", p.display())))?,
+            )
+        }
+        None => None,
+    };
+    let opts = selfprobe::registry::Options {
+        reference: args.reference,
+        insecure: args.registry.insecure,
+        timeout: args.registry.timeout,
+        resolver: name_resolver,
+    };
+    let fetch = selfprobe::registry::FetchOptions {
+        pubkey,
+        nonce: args.nonce,
+        out_dir: args.out_dir,
+    };
+    let (_, outputs) = cleanup_on_signal()?;
+    let out = selfprobe::registry::fetch(&opts, &fetch, &outputs).map_err(registry_failure)?;
+    let code = if out.valid() {
+        Exit::Clean
+    } else {
+        Exit::Findings
+    };
+    emit(&report::registry::fetch(&out), code)?;
+    Ok(code)
+}
+
+/// The largest binary `install` copies: the shipped one is a few MiB.
+const MAX_SELF: u64 = 64 << 20;
+
+/// `selfprobe install DIR`: this very binary (read through /proc/self/exe,
+/// so a moved or replaced file on disk does not matter) to DIR/selfprobe,
+/// mode 0755, whole or not at all (a new file beside it, then a rename).
+fn install(dir: &std::path::Path) -> Result<Exit, Failure> {
+    use std::os::unix::fs::PermissionsExt;
+    if !dir.is_dir() {
+        return Err(Failure::usage(format!(
+            "install: {} is not a directory: expected an existing directory (an emptyDir mount)",
+            dir.display()
+        )));
+    }
+    let bytes = host::read_regular(std::path::Path::new("/proc/self/exe"), MAX_SELF + 1)
+        .map_err(|e| Failure::failed(format!("install: cannot read /proc/self/exe: {e}")))?;
+    if bytes.len() as u64 > MAX_SELF {
+        return Err(Failure::failed(format!(
+            "install: /proc/self/exe is larger than {MAX_SELF} bytes: not the selfprobe binary"
+        )));
+    }
+    let dest = dir.join("selfprobe");
+    let tmp = dir.join(format!(".selfprobe.{}", std::process::id()));
+    let fail = |e: std::io::Error| {
+        let _ = std::fs::remove_file(&tmp);
+        Failure::failed(format!("install: cannot write {}: {e}", dest.display()))
+    };
+    std::fs::write(&tmp, &bytes).map_err(fail)?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).map_err(fail)?;
+    std::fs::rename(&tmp, &dest).map_err(fail)?;
+    let sha = selfprobe::registry::sha256(&bytes);
+    emit(
+        &format!(
+            "selfprobe install: {} ({} bytes, {sha})\n",
+            dest.display(),
+            bytes.len()
+        ),
+        Exit::Clean,
+    )?;
+    Ok(Exit::Clean)
+}
+
+/// The registry client's name resolver: the network probe's own, without
+/// NSS (/etc/hosts, then the nameservers of /etc/resolv.conf, bounded by
+/// the deadline), handed in here so that src/registry imports no probe.
+fn name_resolver() -> selfprobe::registry::client::Resolver {
+    use selfprobe::probe::network::{dial::Dial, resolve};
+    let host = host::Host::new(
+        std::path::PathBuf::from("/"),
+        std::time::Duration::from_secs(60),
+    );
+    let conf = resolve::ResolverConf::load(&host);
+    Box::new(move |name, deadline| {
+        resolve::resolve(&conf, &Dial::default(), name, deadline)
+            .map(|r| r.addrs)
+            .map_err(|e| e.message)
+    })
 }

@@ -13,8 +13,6 @@ pub mod dial;
 pub mod proxy;
 pub mod resolve;
 
-pub mod tls;
-
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -30,11 +28,11 @@ use crate::policy::Policy;
 
 use crate::target::{self, HostName, Scheme, Target};
 use crate::util::http1::{self, Request, Response, Timed, Version};
+use crate::util::tls::{Presented, Tls, TlsError, TrustStore};
 use builtin::Kind;
 use dial::{Dial, NetError};
 use proxy::{Answer, ProxyEnv, ProxyInfo, ProxySaid, ProxyUrl};
 use resolve::{ResolverConf, Via};
-use tls::{Presented, Tls, TlsError, TrustStore};
 
 /// The timeout of a destination when neither it nor `[network] timeout` sets one.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);

@@ -6,6 +6,7 @@ pub mod inspect;
 pub mod json;
 pub mod junit;
 pub mod plant;
+pub mod registry;
 pub mod sarif;
 pub mod text;
 pub mod verify;

@@ -11,5 +11,6 @@ pub mod redact;
 pub mod sanitize;
 pub mod socket;
 pub mod text;
+pub mod tls;
 pub mod walk;
 pub mod workers;

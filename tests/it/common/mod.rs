@@ -8,6 +8,7 @@ pub mod netserve;
 pub mod other_user;
 pub mod podman;
 pub mod proxies;
+pub mod registry;
 pub mod report;
 pub mod shipped;
 pub mod tree;

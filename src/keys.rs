@@ -135,6 +135,16 @@ impl Signer {
         keyid(&self.verifying_key())
     }
 
+    /// The private key as PKCS#8 PEM, for `selfprobe inspect` to hand to a
+    /// probe on its stdin (`--sign-key-fd 0`), never to a file. The buffer
+    /// is zeroized when dropped.
+    pub fn private_pem(&self) -> Result<Zeroizing<String>, KeyError> {
+        use ed25519_dalek::pkcs8::EncodePrivateKey;
+        self.key
+            .to_pkcs8_pem(LineEnding::LF)
+            .map_err(|_| KeyError("cannot encode the signing key as PKCS#8".into()))
+    }
+
     /// Ed25519 over `msg` (for DSSE, msg is the PAE).
     pub fn sign(&self, msg: &[u8]) -> [u8; 64] {
         use ed25519_dalek::Signer as _;
@@ -865,6 +875,15 @@ mod tests {
         assert!(e.contains("more than 64 KiB"), "{e}");
         drop(r);
         writer.join().unwrap();
+    }
+
+    #[test]
+    fn the_private_pem_loads_back_as_the_same_key() {
+        let s = Signer::ephemeral().unwrap();
+        let pem = s.private_pem().unwrap();
+        assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----"));
+        let k = parse_private_key(pem.as_bytes()).unwrap();
+        assert_eq!(keyid(&k.verifying_key()), s.keyid());
     }
 
     #[test]

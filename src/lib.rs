@@ -11,6 +11,7 @@ pub mod finding;
 pub mod host;
 pub mod keys;
 pub mod model;
+pub mod outside;
 pub mod policy;
 pub mod probe;
 pub mod registry;

@@ -40,8 +40,9 @@ pub struct Mount {
     #[serde(serialize_with = "lossy")]
     pub mount_point: PathBuf,
     pub options: Vec<String>,
-    /// shared:N, master:N, propagate_from:N, unbindable…
-    #[serde(skip)]
+    /// shared:N, master:N, propagate_from:N, unbindable…: the mount's
+    /// propagation, which `selfprobe inspect` compares with the engine's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub optional: Vec<String>,
     pub fstype: String,
     pub source: String,

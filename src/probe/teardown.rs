@@ -37,6 +37,10 @@ pub struct Canary {
     pub host_path: String,
     pub class: String,
     pub tool_version: String,
+    /// The verifier's challenge (`--nonce`), when the plant was given one:
+    /// `selfprobe teardown` matches a canary to the inspection that planted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<String>,
     /// Ed25519 over the canary's JSON without this field: a canary cannot be
     /// edited (say, to blame another run) without the signature failing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -303,6 +307,15 @@ pub struct Planted {
     pub error: Option<String>,
 }
 
+/// What a plant is asked to do beyond its defaults.
+#[derive(Debug, Clone, Default)]
+pub struct PlantOptions {
+    /// Plant only in these locations (`--only-in`); empty: in every one.
+    pub only_in: Vec<PathBuf>,
+    /// Recorded in each canary (`--nonce`).
+    pub nonce: Option<String>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct PlantReport {
     pub run_id: String,
@@ -342,6 +355,7 @@ pub fn plant(
     run_id: &str,
     cleanup: &Arc<Cleanup>,
     signer: &Signer,
+    opts: &PlantOptions,
 ) -> PlantReport {
     let planted_at = rfc3339(std::time::SystemTime::now());
     let mut rep = PlantReport {
@@ -379,7 +393,27 @@ pub fn plant(
         }
     }
     let mut jobs = Vec::new();
-    for l in persistent_locations(mounts) {
+    let locations = persistent_locations(mounts);
+    for want in &opts.only_in {
+        if !locations
+            .iter()
+            .any(|l| Path::new(&l.path) == want.as_path())
+        {
+            rep.skipped.push(skip(
+                &want.to_string_lossy(),
+                "not a host path or volume (of those, --only-in names where to plant)",
+            ));
+        }
+    }
+    for l in locations {
+        if !opts.only_in.is_empty()
+            && !opts
+                .only_in
+                .iter()
+                .any(|w| w.as_path() == Path::new(&l.path))
+        {
+            continue;
+        }
         if cwd.as_ref().is_some_and(|d| d.starts_with(&l.path)) {
             rep.skipped.push(skip(&l.path, "holds the working directory, probably the workspace (pass --workspace to say which it is)"));
             continue;
@@ -393,6 +427,7 @@ pub fn plant(
             host_path: l.host_path.clone(),
             class: l.class.to_string(),
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            nonce: opts.nonce.clone(),
         };
         canary.sign(signer);
         let body = match serde_json::to_vec_pretty(&canary) {

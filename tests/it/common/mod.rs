@@ -4,6 +4,7 @@ pub mod engines;
 pub mod fixture;
 pub mod fleet;
 pub mod formats;
+pub mod inspect;
 pub mod keys;
 pub mod netserve;
 pub mod other_user;

@@ -1,6 +1,6 @@
 //! Finding codes, severities and evidence. The codes are a stable API (SARIF
 //! ruleId, policy keys, docs); their text lives in probes/codes.toml so that
-//! `explain`, `list-checks`, the reports and the README read one source.
+//! `explain`, `list-checks`, the reports and docs/checks.md read one source.
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -132,6 +132,26 @@ impl Signer {
         keyid(&self.verifying_key())
     }
 
+    /// The private key as PKCS#8 PEM, for `selfprobe inspect` to hand to a
+    /// probe on its stdin (`--sign-key-fd 0`), never to a file. The buffer
+    /// is zeroized when dropped.
+    pub fn private_pem(&self) -> Result<Zeroizing<String>, KeyError> {
+        // PKCS#8 v2 (RFC 5958, 8410), as ed25519-dalek wrote it before:
+        // version 1, the algorithm, the seed, and the public key.
+        let mut der = Zeroizing::new(PKCS8_V2_PREFIX.to_vec());
+        der.extend_from_slice(self.key.seed());
+        der.extend_from_slice(&[0x81, 0x21, 0x00]);
+        der.extend_from_slice(self.verifying_key().as_bytes());
+        let b64 = Zeroizing::new(b64_encode(&der));
+        let mut pem = Zeroizing::new(String::from("-----BEGIN PRIVATE KEY-----\n"));
+        for line in b64.as_bytes().chunks(64) {
+            pem.push_str(std::str::from_utf8(line).expect("base64 is ASCII"));
+            pem.push('\n');
+        }
+        pem.push_str("-----END PRIVATE KEY-----\n");
+        Ok(pem)
+    }
+
     /// Ed25519 over `msg` (for DSSE, msg is the PAE).
     pub fn sign(&self, msg: &[u8]) -> [u8; 64] {
         self.key.sign(msg)
@@ -179,7 +199,7 @@ pub fn sshsig_unarmor(text: &str) -> Result<Zeroizing<Vec<u8>>, OpensshMalformed
     openssh::unarmor(SSHSIG_LABEL, text)
 }
 
-/// The DSSE keyid (the README's Signed findings): hex SHA-256 of securesystemslib's
+/// The DSSE keyid (docs/signing.md): hex SHA-256 of securesystemslib's
 /// canonical JSON of the key (sorted keys, no spaces), which is what
 /// `SSlibKey.from_crypto` computes, so `Envelope.verify` matches it.
 pub fn keyid(vk: &VerifyingKey) -> String {
@@ -196,6 +216,12 @@ pub use crate::util::codec::hex;
 /// (RFC 8410): SEQUENCE { SEQUENCE { OID 1.3.101.112 }, BIT STRING }.
 const SPKI_PREFIX: [u8; 12] = [
     0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
+];
+/// The DER of an Ed25519 PKCS#8 v2 OneAsymmetricKey up to its 32-byte seed
+/// (RFC 5958, 8410): SEQUENCE (81 bytes) { INTEGER 1, SEQUENCE { OID
+/// 1.3.101.112 }, OCTET STRING { OCTET STRING seed }, [1] public key }.
+const PKCS8_V2_PREFIX: [u8; 16] = [
+    0x30, 0x51, 0x02, 0x01, 0x01, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20,
 ];
 /// The OID 1.3.101.112 (Ed25519), as its DER content.
 const ED25519_OID: &[u8] = &[0x2b, 0x65, 0x70];

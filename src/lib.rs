@@ -4,14 +4,17 @@
 pub mod attest;
 pub mod catalog;
 pub mod cli;
+pub mod compare;
 pub mod evaluate;
 pub mod facts;
 pub mod finding;
 pub mod host;
 pub mod keys;
 pub mod model;
+pub mod outside;
 pub mod policy;
 pub mod probe;
+pub mod registry;
 pub mod report;
 pub mod run;
 pub mod scorecard;

@@ -10,7 +10,11 @@ use clap::Parser;
 use zeroize::Zeroizing;
 
 use selfprobe::attest::{self, keys, verify};
-use selfprobe::cli::{CanaryAction, Cli, Command, Format, PubkeyArgs, RunArgs, VerifyArgs};
+use selfprobe::cli::{
+    AttestAction, AttestFetchArgs, AttestPushArgs, CanaryAction, Cli, Command, DiffArgs, Format,
+    HostFormat, InspectArgs, PubkeyArgs, RunArgs, SummaryArgs, TeardownArgs, VerifyArgs,
+};
+use selfprobe::compare;
 use selfprobe::host::{self, Cleanup};
 use selfprobe::model::Exit;
 use selfprobe::report;
@@ -57,6 +61,14 @@ fn main() -> ExitCode {
     let env_key = keys::take_env_key();
     let cli = Cli::parse();
     panics::planted(format_args!("main"));
+    let remove = match &cli.command {
+        Some(Command::Run(a))
+        | Some(Command::Canary {
+            action: CanaryAction::Plant(a),
+        }) => a.remove_self.then(|| a.policy.clone()),
+        None => cli.run.remove_self.then(|| cli.run.policy.clone()),
+        _ => None,
+    };
     let result = match cli.command {
         Some(Command::ListChecks) => {
             emit(&report::catalog::list_checks(), Exit::Clean).map(|()| Exit::Clean)
@@ -70,9 +82,67 @@ fn main() -> ExitCode {
         Some(Command::Canary {
             action: CanaryAction::Plant(args),
         }) => plant(args, env_key),
+        Some(Command::Inspect(args)) => inspect(args, env_key),
+        Some(Command::Teardown(args)) => teardown(args, env_key),
+        Some(Command::Install { dir }) => {
+            drop(env_key);
+            install(&dir)
+        }
+        Some(Command::Attest { action }) => {
+            drop(env_key);
+            match action {
+                AttestAction::Push(args) => attest_push(args),
+                AttestAction::Fetch(args) => attest_fetch(args),
+            }
+        }
+        Some(Command::Diff(args)) => diff(args),
+        Some(Command::Summary(args)) => summary(args),
         None => run(cli.run, env_key),
     };
+    if let Some(policy) = remove {
+        remove_self(policy.as_deref());
+    }
     finish(result)
+}
+
+/// `--remove-self` (for `selfprobe inspect`, which placed this binary and
+/// may find no `rm` in the image): unlinks the file this process was
+/// started from, once everything is written, and says so on stderr, where
+/// inspect reads it; and the `--policy` file when inspect placed it beside
+/// the binary (its path is the binary's with `.policy.toml` appended). Only
+/// a regular file is removed: a binary bind-mounted in, or reached through
+/// a symlink, is left alone.
+fn remove_self(policy: Option<&std::path::Path>) {
+    let exe = match std::fs::read_link("/proc/self/exe") {
+        Ok(p) => p,
+        Err(e) => {
+            warn(&format!(
+                "--remove-self: cannot tell which file this is ({e}): left in place"
+            ));
+            return;
+        }
+    };
+    let shown = exe.display().to_string();
+    if let Some(p) = policy {
+        let beside = format!("{shown}.policy.toml");
+        if p == std::path::Path::new(&beside)
+            && std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file())
+        {
+            if let Err(e) = std::fs::remove_file(p) {
+                warn(&format!("--remove-self: cannot remove {beside}: {e}"));
+            }
+        }
+    }
+    match std::fs::symlink_metadata(&exe) {
+        Ok(m) if m.file_type().is_file() => match std::fs::remove_file(&exe) {
+            Ok(()) => warn(&format!("--remove-self: removed {shown}")),
+            Err(e) => warn(&format!("--remove-self: cannot remove {shown}: {e}")),
+        },
+        Ok(_) => warn(&format!(
+            "--remove-self: {shown} is not a regular file: left in place"
+        )),
+        Err(e) => warn(&format!("--remove-self: {shown}: {e}")),
+    }
 }
 
 /// The one error path: the message (sanitised: it may echo a path or a
@@ -150,7 +220,7 @@ fn signer(
 }
 
 fn plant(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failure> {
-    let cfg = args.resolve().map_err(Failure::usage)?;
+    let cfg = args.resolve_for_plant().map_err(Failure::usage)?;
     if cfg.attest.is_some() || cfg.sshsig.is_some() {
         return Err(Failure::usage("canary plant writes canaries, not reports: expected no --attest or --sshsig (the canaries are signed with --sign-key, --sign-key-fd or an ephemeral key)"));
     }
@@ -175,6 +245,11 @@ fn plant(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Fai
 
 fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failure> {
     let cfg = args.resolve().map_err(Failure::usage)?;
+    if !cfg.only_in.is_empty() {
+        return Err(Failure::usage(
+            "--only-in names where `canary plant` may plant: expected it with canary plant, not a run",
+        ));
+    }
     // The key is loaded (and a bad one refused) before anything is probed.
     let signs = cfg.attest.is_some() || cfg.sshsig.is_some();
     let signer = if signs {
@@ -221,7 +296,11 @@ fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failu
     if let (Some(signer), Some(path)) = (&signer, &attest_path) {
         let env = attest::envelope(&report, signer)
             .map_err(|e| Failure::failed(format!("--attest: {e}")))?;
-        write_out(Some(path), &env, &outputs, code).map_err(|f| f.within("--attest"))?;
+        // `--attest -`: on standard output, after the report (how `selfprobe
+        // inspect` takes both back: a user other than root may not reopen
+        // its own stdout through /dev/fd/1, whose pipe root made).
+        let to = (path.as_os_str() != "-").then_some(path.as_path());
+        write_out(to, &env, &outputs, code).map_err(|f| f.within("--attest"))?;
     }
     Ok(code)
 }
@@ -293,4 +372,250 @@ fn pubkey(args: PubkeyArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit,
         ))),
         Err(e) => Err(usage(e.to_string())),
     }
+}
+
+/// The key a host-side command signs with: `--sign-key FILE`, else
+/// SELFPROBE_SIGNING_KEY, else an ephemeral one.
+fn host_signer(
+    file: Option<&std::path::Path>,
+    env_key: Option<Zeroizing<Vec<u8>>>,
+) -> Result<keys::Signer, Failure> {
+    let source = file.map(|p| keys::KeySource::File(p.to_path_buf()));
+    keys::load(source.as_ref(), env_key)
+        .and_then(|k| match k {
+            Some(k) => Ok(k),
+            None => keys::Signer::ephemeral(),
+        })
+        .map_err(Failure::usage)
+}
+
+fn exit_of(code: i32) -> Exit {
+    match code {
+        0 => Exit::Clean,
+        1 => Exit::Findings,
+        2 => Exit::Usage,
+        _ => Exit::ProbeFailed,
+    }
+}
+
+fn inspect(args: InspectArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failure> {
+    use selfprobe::outside::inspect::{self as insp, InspectError};
+    let opts = args
+        .resolve()
+        .map_err(|e| Failure::usage(format!("inspect: {e}")))?;
+    let signer = host_signer(args.sign_key.as_deref(), env_key)?;
+    let mut result = insp::inspect(&opts, &signer).map_err(|e| match e {
+        InspectError::Usage(m) => Failure::usage(format!("inspect: {m}")),
+        InspectError::Failed(m) => Failure::failed(format!("inspect: {m}")),
+    })?;
+    insp::name_files(&mut result);
+    let dir = std::path::PathBuf::from(&result.out_dir);
+    let pubkey = report::verify::render_pubkey(&signer.verifying_key(), "selfprobe");
+    insp::write_pubkey(&dir, &pubkey).map_err(Failure::failed)?;
+    let json = insp::render_json(&result);
+    insp::write(&mut result, &json).map_err(Failure::failed)?;
+    let code = exit_of(result.exit);
+    let text = match args.format {
+        HostFormat::Json => json,
+        HostFormat::Text => report::inspect::render(&result),
+    };
+    emit(&text, code)?;
+    Ok(code)
+}
+
+fn teardown(args: TeardownArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failure> {
+    use selfprobe::outside::teardown::{self as td, TeardownError};
+    let signer = host_signer(args.sign_key.as_deref(), env_key)?;
+    let opts = td::Options {
+        dir: args.dir.clone(),
+        policy: args.policy.clone(),
+        timeout: args.timeout,
+    };
+    let result = td::teardown(&opts, &signer).map_err(|e| match e {
+        TeardownError::Usage(m) => Failure::usage(format!("teardown: {m}")),
+        TeardownError::Failed(m) => Failure::failed(format!("teardown: {m}")),
+    })?;
+    let cleanup = host::Cleanup::default();
+    if signer.is_ephemeral() {
+        let pubkey = report::verify::render_pubkey(&signer.verifying_key(), "selfprobe");
+        host::write_whole(&args.dir.join(td::PUBKEY_FILE), pubkey.as_bytes(), &cleanup)
+            .map_err(|e| Failure::failed(format!("teardown: cannot write teardown.pub: {e}")))?;
+    }
+    let json = td::render_json(&result);
+    host::write_whole(&args.dir.join(td::JSON_FILE), json.as_bytes(), &cleanup)
+        .map_err(|e| Failure::failed(format!("teardown: cannot write teardown.json: {e}")))?;
+    let code = exit_of(result.exit);
+    let text = match args.format {
+        HostFormat::Json => json,
+        HostFormat::Text => report::inspect::render_teardown(&result),
+    };
+    emit(&text, code)?;
+    Ok(code)
+}
+
+/// A registry step's error: usage (exit 2) or a failed step (exit 3).
+fn registry_failure(e: selfprobe::registry::Error) -> Failure {
+    match e {
+        selfprobe::registry::Error::Usage(m) => Failure::usage(m),
+        selfprobe::registry::Error::Failed(m) => Failure::failed(m),
+    }
+}
+
+fn attest_push(args: AttestPushArgs) -> Result<Exit, Failure> {
+    let opts = selfprobe::registry::Options {
+        reference: args.reference,
+        insecure: args.registry.insecure,
+        timeout: args.registry.timeout,
+        resolver: name_resolver,
+    };
+    if let Some(w) = args.wait {
+        selfprobe::registry::wait_for(&args.envelopes, w).map_err(registry_failure)?;
+    }
+    let out = selfprobe::registry::push(&opts, &args.envelopes).map_err(registry_failure)?;
+    emit(&report::registry::push(&out), Exit::Clean)?;
+    Ok(Exit::Clean)
+}
+
+fn attest_fetch(args: AttestFetchArgs) -> Result<Exit, Failure> {
+    let usage = |e: String| Failure::usage(format!("attest fetch: {e}"));
+    if let Some(n) = &args.nonce {
+        attest::check_nonce(n).map_err(|e| usage(e.to_string()))?;
+    }
+    let pubkey = match &args.pubkey {
+        Some(p) => {
+            let bytes =
+                keys::read_public_file(p, MAX_VERIFY_INPUT).map_err(|e| usage(e.to_string()))?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| usage(format!("{}: not text", p.display())))?;
+            Some(
+                keys::parse_public_key(&text)
+                    .map_err(|e| usage(format!("--pubkey {}: {e}", p.display())))?,
+            )
+        }
+        None => None,
+    };
+    let opts = selfprobe::registry::Options {
+        reference: args.reference,
+        insecure: args.registry.insecure,
+        timeout: args.registry.timeout,
+        resolver: name_resolver,
+    };
+    let fetch = selfprobe::registry::FetchOptions {
+        pubkey,
+        nonce: args.nonce,
+        out_dir: args.out_dir,
+    };
+    let (_, outputs) = cleanup_on_signal()?;
+    let out = selfprobe::registry::fetch(&opts, &fetch, &outputs).map_err(registry_failure)?;
+    let code = if out.valid() {
+        Exit::Clean
+    } else {
+        Exit::Findings
+    };
+    emit(&report::registry::fetch(&out), code)?;
+    Ok(code)
+}
+
+/// The largest binary `install` copies: the shipped one is a few MiB.
+const MAX_SELF: u64 = 64 << 20;
+
+/// `selfprobe install DIR`: this very binary (read through /proc/self/exe,
+/// so a moved or replaced file on disk does not matter) to DIR/selfprobe,
+/// mode 0755, whole or not at all (a new file beside it, then a rename).
+fn install(dir: &std::path::Path) -> Result<Exit, Failure> {
+    use std::os::unix::fs::PermissionsExt;
+    if !dir.is_dir() {
+        return Err(Failure::usage(format!(
+            "install: {} is not a directory: expected an existing directory (an emptyDir mount)",
+            dir.display()
+        )));
+    }
+    let bytes = host::read_regular(std::path::Path::new("/proc/self/exe"), MAX_SELF + 1)
+        .map_err(|e| Failure::failed(format!("install: cannot read /proc/self/exe: {e}")))?;
+    if bytes.len() as u64 > MAX_SELF {
+        return Err(Failure::failed(format!(
+            "install: /proc/self/exe is larger than {MAX_SELF} bytes: not the selfprobe binary"
+        )));
+    }
+    let dest = dir.join("selfprobe");
+    let tmp = dir.join(format!(".selfprobe.{}", std::process::id()));
+    let fail = |e: std::io::Error| {
+        let _ = std::fs::remove_file(&tmp);
+        Failure::failed(format!("install: cannot write {}: {e}", dest.display()))
+    };
+    std::fs::write(&tmp, &bytes).map_err(fail)?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).map_err(fail)?;
+    std::fs::rename(&tmp, &dest).map_err(fail)?;
+    let sha = selfprobe::registry::sha256(&bytes);
+    emit(
+        &format!(
+            "selfprobe install: {} ({} bytes, {sha})\n",
+            dest.display(),
+            bytes.len()
+        ),
+        Exit::Clean,
+    )?;
+    Ok(Exit::Clean)
+}
+
+/// The registry client's name resolver: the network probe's own, without
+/// NSS (/etc/hosts, then the nameservers of /etc/resolv.conf, bounded by
+/// the deadline), handed in here so that src/registry imports no probe.
+fn name_resolver() -> selfprobe::registry::client::Resolver {
+    use selfprobe::probe::network::{dial::Dial, resolve};
+    let host = host::Host::new(
+        std::path::PathBuf::from("/"),
+        std::time::Duration::from_secs(60),
+    );
+    let conf = resolve::ResolverConf::load(&host);
+    Box::new(move |name, deadline| {
+        resolve::resolve(&conf, &Dial::default(), name, deadline)
+            .map(|r| r.addrs)
+            .map_err(|e| e.message)
+    })
+}
+
+// `selfprobe diff` and `selfprobe summary`: the work is src/compare's; here
+// only the printing and the exit code.
+
+fn compared(r: Result<compare::Outcome, compare::Stop>) -> Result<compare::Outcome, Failure> {
+    r.map_err(|s| Failure {
+        code: s.exit,
+        message: Some(s.message),
+    })
+}
+
+fn diff(args: DiffArgs) -> Result<Exit, Failure> {
+    let out = compared(compare::diff_command(
+        &args.a,
+        &args.b,
+        args.pubkey.as_deref(),
+        args.policy.as_deref(),
+        args.format,
+    ))
+    .map_err(|f| f.within("diff"))?;
+    for w in &out.warnings {
+        warn(&format!("diff: {w}"));
+    }
+    emit(&out.text, out.exit)?;
+    Ok(out.exit)
+}
+
+fn summary(args: SummaryArgs) -> Result<Exit, Failure> {
+    let out = compared(compare::summary_command(
+        &args.paths,
+        &args.pubkey,
+        args.nonces.as_deref(),
+        args.binary_sha256.clone(),
+        args.format,
+    ))
+    .map_err(|f| f.within("summary"))?;
+    // Bad inputs are in the output too; stderr says so where a format has
+    // no place for them (SARIF, JUnit).
+    for w in &out.warnings {
+        warn(&format!("summary: {w}"));
+    }
+    let (_, files) = cleanup_on_signal()?;
+    write_out(args.output.as_deref(), &out.text, &files, out.exit)?;
+    Ok(out.exit)
 }

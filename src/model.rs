@@ -67,7 +67,7 @@ pub struct Summary {
     pub exit_code: Exit,
 }
 
-/// The process's exit codes (the README's "Exit codes"). A signal that
+/// The process's exit codes (docs/output.md, "Exit codes"). A signal that
 /// stops a run exits 128 + its number (host::remove_on_signal); 101 is
 /// Rust's code for a panic outside a probe, which no path is meant to reach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -1,4 +1,4 @@
-//! The policy file: the workspace's task contract (the README's The policy file). Every error
+//! The policy file: the workspace's task contract (docs/policy.md). Every error
 //! names the file, the line and what was expected, like cargo-deny's config
 //! errors, because a policy is written by hand and read in CI logs.
 
@@ -57,6 +57,46 @@ pub struct Policy {
     pub mcp_approved: Option<Vec<String>>,
     pub exceptions: Vec<Exception>,
     pub severity: BTreeMap<String, Severity>,
+    /// `[parity] allow`: the fact keys (globs) in which `selfprobe diff`
+    /// lets two workspaces differ, each with where it was written.
+    pub parity_allow: Vec<ParityAllow>,
+    /// `[[retain]]`: volumes kept on purpose after a workspace is removed,
+    /// each with an owner and an expiry like an exception (`selfprobe
+    /// teardown` reads them).
+    pub retain: Vec<Retain>,
+}
+
+/// One `[[retain]]` entry.
+#[derive(Debug, Clone)]
+pub struct Retain {
+    /// A volume name; `*` matches any run of characters.
+    pub volume: String,
+    pub owner: Option<String>,
+    pub reason: Option<String>,
+    pub expires: Option<((i64, u32, u32), String)>,
+    pub line: usize,
+}
+
+impl Retain {
+    /// Why the entry cannot be applied on `today`, if it cannot.
+    pub fn problem(&self, today: (i64, u32, u32)) -> Option<String> {
+        match (&self.owner, &self.expires) {
+            (None, _) => Some("it has no owner".into()),
+            (_, None) => Some("it has no expiry date".into()),
+            (_, Some((d, text))) if *d < today => Some(format!("it expired on {text}")),
+            _ => None,
+        }
+    }
+}
+
+/// One `[parity] allow` entry. Its pattern is checked against the fact
+/// keys by `selfprobe diff` (src/compare), which knows them; the position is
+/// kept for that error.
+#[derive(Debug, Clone)]
+pub struct ParityAllow {
+    pub pattern: String,
+    pub line: usize,
+    pub column: usize,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -92,7 +132,7 @@ pub struct Exception {
     pub owner: Option<String>,
     pub reason: Option<String>,
     /// (year, month, day) and the text as written.
-    pub expires: Option<((i64, u32, u32), String)>,
+    pub expires: Expiry,
     pub line: usize,
 }
 
@@ -163,7 +203,7 @@ impl Policy {
         let raw = raw::read(text).map_err(|e| {
             src.err(
                 e.span,
-                format!("{}: expected the policy's sections ([workspace], [network], [capabilities], [secrets], [mcp], [[exception]], [severity])", e.message.trim_end()),
+                format!("{}: expected the policy's sections ([workspace], [network], [capabilities], [secrets], [mcp], [[exception]], [severity], [parity], [[retain]])", e.message.trim_end()),
             )
         })?;
         let mut p = Policy::default();
@@ -294,26 +334,32 @@ impl Policy {
             let line = line_col(text, e.span().start).0;
             let e = e.into_inner();
             check_code(&src, &e.code)?;
-            let expires = match e.expires {
-                None => None,
-                Some(x) => Some((
-                    parse_date(x.get_ref()).ok_or_else(|| {
-                        src.err(
-                            Some(x.span()),
-                            format!(
-                                "exception expires '{}' is not a date: expected YYYY-MM-DD",
-                                x.get_ref()
-                            ),
-                        )
-                    })?,
-                    x.into_inner(),
-                )),
-            };
+            let expires = expiry(&src, "exception", e.expires)?;
             p.exceptions.push(Exception {
                 code: e.code.into_inner(),
                 subject: e.subject,
                 owner: e.owner.filter(|o| !o.trim().is_empty()),
                 reason: e.reason,
+                expires,
+                line,
+            });
+        }
+
+        for r in raw.retain {
+            let line = line_col(text, r.span().start).0;
+            let r = r.into_inner();
+            let name = r.volume.get_ref().trim();
+            if name.is_empty() || name.chars().any(|c| c.is_control() || c == '/') {
+                return Err(src.err(
+                    Some(r.volume.span()),
+                    "retain volume: expected a volume's name (letters, digits, _ . - and * for any run of characters)",
+                ));
+            }
+            let expires = expiry(&src, "retain", r.expires)?;
+            p.retain.push(Retain {
+                volume: name.to_string(),
+                owner: r.owner.filter(|o| !o.trim().is_empty()),
+                reason: r.reason,
                 expires,
                 line,
             });
@@ -328,6 +374,21 @@ impl Policy {
                 )
             })?;
             p.severity.insert(code.into_inner(), s);
+        }
+
+        for a in raw.parity.map(|x| x.allow).unwrap_or_default() {
+            let (line, column) = line_col(text, a.span().start);
+            if a.get_ref().trim().is_empty() {
+                return Err(src.err(
+                    Some(a.span()),
+                    "parity.allow: an empty pattern: expected a fact key such as \"kernel.release\" or a glob such as \"capabilities.*\"",
+                ));
+            }
+            p.parity_allow.push(ParityAllow {
+                pattern: a.into_inner(),
+                line,
+                column,
+            });
         }
         Ok(p)
     }
@@ -393,6 +454,13 @@ impl Policy {
             }
         }
         raised
+    }
+
+    /// The `[[retain]]` entry that names `volume`, if any (the first).
+    pub fn retained(&self, volume: &str) -> Option<&Retain> {
+        self.retain
+            .iter()
+            .find(|r| crate::util::glob::Glob::new(&r.volume).matches(volume.as_bytes()))
     }
 
     /// Whether a mount point is covered by `workspace.allow_mounts`: an exact
@@ -477,6 +545,25 @@ fn destination_rule(
         line,
         column,
     })
+}
+
+/// An `expires` date of an exception or a retention, with its text.
+type Expiry = Option<((i64, u32, u32), String)>;
+
+fn expiry(src: &Source, what: &str, x: Option<Spanned<String>>) -> Result<Expiry, PolicyError> {
+    let Some(x) = x else {
+        return Ok(None);
+    };
+    let date = parse_date(x.get_ref()).ok_or_else(|| {
+        src.err(
+            Some(x.span()),
+            format!(
+                "{what} expires '{}' is not a date: expected YYYY-MM-DD",
+                x.get_ref()
+            ),
+        )
+    })?;
+    Ok(Some((date, x.into_inner())))
 }
 
 fn parse_date(s: &str) -> Option<(i64, u32, u32)> {
@@ -575,6 +662,29 @@ expires = "2999-01-31"
     }
 
     #[test]
+    fn parity_allow_keeps_each_pattern_with_its_place_and_refuses_unknown_keys() {
+        let p = Policy::parse(
+            "p.toml",
+            "[parity]\nallow = [\"kernel.release\",\n  \"capabilities.*\"]\n",
+        )
+        .unwrap();
+        let got: Vec<(&str, usize, usize)> = p
+            .parity_allow
+            .iter()
+            .map(|a| (a.pattern.as_str(), a.line, a.column))
+            .collect();
+        assert_eq!(got, [("kernel.release", 2, 10), ("capabilities.*", 3, 3)]);
+        let e = err("[parity]\nalow = [\"kernel.release\"]\n");
+        assert_eq!(e.line, 2);
+        assert!(e.message.contains("alow"), "{e}");
+        let e = err("[parity]\nallow = [\"\"]\n");
+        assert_eq!((e.line, e.column), (2, 10));
+        assert!(e.message.contains("parity.allow"), "{e}");
+        let e = err("[parity]\nallow = \"kernel.release\"\n");
+        assert_eq!(e.line, 2);
+    }
+
+    #[test]
     fn exceptions_need_owner_and_a_future_expiry() {
         let text = r#"
 [[exception]]
@@ -668,6 +778,33 @@ expires = "2999-01-01"
         let e = err("[mcp]\napprove = [\"github\"]\n");
         assert_eq!(e.line, 2, "{e}");
         assert!(e.message.contains("approve"), "{e}");
+    }
+
+    #[test]
+    fn retain_entries_like_exceptions() {
+        let p = Policy::parse(
+            "p.toml",
+            "[[retain]]\nvolume = \"cache-*\"\nowner = \"platform@example.com\"\nreason = \"shared build cache\"\nexpires = \"2999-01-31\"\n\n[[retain]]\nvolume = \"old\"\nexpires = \"2001-01-01\"\n",
+        )
+        .unwrap();
+        let r = p.retained("cache-main").unwrap();
+        assert_eq!(r.owner.as_deref(), Some("platform@example.com"));
+        assert_eq!(r.problem((2026, 1, 1)), None);
+        assert_eq!(r.line, 1);
+        assert!(p.retained("other").is_none());
+        let old = p.retained("old").unwrap();
+        assert_eq!(
+            old.problem((2026, 1, 1)).as_deref(),
+            Some("it has no owner")
+        );
+        let e = err("[[retain]]\nvolume = \"v\"\nowner = \"o\"\nexpires = \"soon\"\n");
+        assert_eq!((e.line, e.column), (4, 11), "{e}");
+        assert!(e.message.contains("not a date: expected YYYY-MM-DD"), "{e}");
+        let e = err("[[retain]]\nvolume = \"v\"\nowners = \"o\"\n");
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.message.contains("unknown field `owners`"), "{e}");
+        let e = err("[[retain]]\nvolume = \"a/b\"\n");
+        assert!(e.message.contains("expected a volume's name"), "{e}");
     }
 
     #[test]

@@ -103,7 +103,11 @@ pub fn plant(
     let host = Host::new(cfg.root.clone(), cfg.timeout);
     let mut mounts = crate::facts::mounts::collect(&host, cfg.workspace.clone(), host.deadline())?;
     crate::facts::mounts::apply_policy(&mut mounts, &cfg.policy);
-    let rep = crate::probe::teardown::plant(&host, &mounts, &run_id, &cleanup, signer);
+    let opts = crate::probe::teardown::PlantOptions {
+        only_in: cfg.only_in.clone(),
+        nonce: cfg.nonce.clone(),
+    };
+    let rep = crate::probe::teardown::plant(&host, &mounts, &run_id, &cleanup, signer, &opts);
     // A canary still being written when the deadline passed goes now.
     cleanup.remove_all();
     Ok(rep)

@@ -119,138 +119,140 @@ fn proxy_enforces(f: &Finding) -> Option<String> {
     ))
 }
 
+impl Control {
+    /// A control as most are: every finding counts, an owned exception
+    /// leaves it at 1, no finding is its 0 whatever the severity, none is
+    /// a note, none shows it working. The table below says where one is not.
+    const fn new(
+        key: &'static str,
+        name: &'static str,
+        probes: &'static [&'static str],
+        rubric: [&'static str; 3],
+    ) -> Control {
+        Control {
+            key,
+            name,
+            probes,
+            rubric,
+            floor: Severity::Info,
+            excepted: 1,
+            zero: None,
+            notes: &[],
+            credit: None,
+        }
+    }
+}
+
 pub const CONTROLS: &[Control] = &[
-    Control {
-        key: "repo-scope",
-        name: "Repo scope",
-        // The boundary first: without knowing whether a container exists
-        // at all, the workspace's scope cannot be 2.
-        probes: &["boundary", "mounts", "writable", "devices"],
-        rubric: [
+    // The boundary first: without knowing whether a container exists at
+    // all, the workspace's scope cannot be 2.
+    Control::new(
+        "repo-scope",
+        "Repo scope",
+        &["boundary", "mounts", "writable", "devices"],
+        [
             "Broad host mounts",
             "Repo mount but extra paths visible",
             "Single clean repo/worktree and explicit denied paths",
         ],
-        floor: Severity::Info,
-        excepted: 1,
-        zero: None,
-        notes: &[],
-        credit: None,
-    },
+    ),
     Control {
-        key: "engine-socket",
-        name: "Engine socket",
-        probes: &[
-            "sockets",
-            "privilege",
-            "rootpaths",
-            "namespaces",
-            "devices",
-            "writable",
-        ],
-        rubric: [
-            "Host socket mounted",
-            "Mounted for convenience with manual review",
-            "No host socket or tightly mediated task-specific service",
-        ],
         floor: Severity::High,
-        excepted: 1,
-        zero: None,
-        notes: &[],
-        credit: None,
+        ..Control::new(
+            "engine-socket",
+            "Engine socket",
+            &[
+                "sockets",
+                "privilege",
+                "rootpaths",
+                "namespaces",
+                "devices",
+                "writable",
+            ],
+            [
+                "Host socket mounted",
+                "Mounted for convenience with manual review",
+                "No host socket or tightly mediated task-specific service",
+            ],
+        )
     },
     Control {
-        key: "secret-boundary",
-        name: "Secret boundary",
-        probes: &["secrets"],
-        rubric: [
-            "Long-lived host secrets exposed",
-            "Task secrets but weak TTL/rotation",
-            "Short-lived scoped secret injection and named rotation owner",
-        ],
-        floor: Severity::Info,
-        excepted: 1,
-        zero: None,
         notes: &["secret.package-data"],
-        credit: None,
+        ..Control::new(
+            "secret-boundary",
+            "Secret boundary",
+            &["secrets"],
+            [
+                "Long-lived host secrets exposed",
+                "Task secrets but weak TTL/rotation",
+                "Short-lived scoped secret injection and named rotation owner",
+            ],
+        )
     },
     Control {
-        key: "network-policy",
-        name: "Network policy",
-        probes: &["network"],
-        rubric: [
-            "Unrestricted network",
-            "Some proxy or manual domain controls",
-            "Default-deny or audited allowlist for the task",
-        ],
-        floor: Severity::Info,
-        excepted: 1,
-        zero: None,
-        notes: &[],
         credit: Some(proxy_enforces),
+        ..Control::new(
+            "network-policy",
+            "Network policy",
+            &["network"],
+            [
+                "Unrestricted network",
+                "Some proxy or manual domain controls",
+                "Default-deny or audited allowlist for the task",
+            ],
+        )
     },
     Control {
-        key: "cache-policy",
-        name: "Cache policy",
-        probes: &["caches"],
-        rubric: [
-            "Host/global caches shared blindly",
-            "Some isolated caches",
-            "Sensitive caches separated, owned, and cleaned or retained intentionally",
-        ],
-        floor: Severity::Info,
         excepted: 2,
-        zero: None,
-        notes: &[],
-        credit: None,
+        ..Control::new(
+            "cache-policy",
+            "Cache policy",
+            &["caches"],
+            [
+                "Host/global caches shared blindly",
+                "Some isolated caches",
+                "Sensitive caches separated, owned, and cleaned or retained intentionally",
+            ],
+        )
     },
-    Control {
-        key: "browser-isolation",
-        name: "Browser isolation",
-        probes: &["browsers"],
-        rubric: [
+    Control::new(
+        "browser-isolation",
+        "Browser isolation",
+        &["browsers"],
+        [
             "Personal browser profile exposed",
             "Dedicated profile reused indefinitely",
             "Dedicated profile with allowed domains and reset rule",
         ],
-        floor: Severity::Info,
-        excepted: 1,
-        zero: None,
-        notes: &[],
-        credit: None,
-    },
+    ),
     Control {
-        key: "reproducibility",
-        name: "Reproducibility",
-        probes: &["repro", "writable"],
-        rubric: [
-            "Pet container",
-            "Dockerfile/devcontainer exists but drifts",
-            "Pinned image, tool versions, lockfiles, and setup contract",
-        ],
-        floor: Severity::Info,
-        excepted: 1,
         zero: Some(pet_container),
-        notes: &[],
-        credit: None,
+        ..Control::new(
+            "reproducibility",
+            "Reproducibility",
+            &["repro", "writable"],
+            [
+                "Pet container",
+                "Dockerfile/devcontainer exists but drifts",
+                "Pinned image, tool versions, lockfiles, and setup contract",
+            ],
+        )
     },
+    // The rubric's 1 point is "volumes/logs remain": logs on persistent
+    // mounts come from the artifacts walk, shell histories from the secrets
+    // search; without all three teardown cannot be scored.
     Control {
-        key: "teardown",
-        name: "Teardown",
-        // The rubric's 1 point is "volumes/logs remain": logs on persistent
-        // mounts come from the artifacts walk, shell histories from the
-        // secrets search; without all three teardown cannot be scored.
-        probes: &["teardown", "artifacts", "secrets"],
-        rubric: [
-            "Manual unknown cleanup",
-            "Container removed but volumes/logs remain",
-            "Automated artifact export plus container, volume, cache, and credential cleanup",
-        ],
-        floor: Severity::Info,
         excepted: 2,
-        zero: None,
-        notes: &[],
-        credit: None,
+        ..Control::new(
+            "teardown",
+            "Teardown",
+            &["teardown", "artifacts", "secrets"],
+            [
+                "Manual unknown cleanup",
+                "Container removed but volumes/logs remain",
+                "Automated artifact export plus container, volume, cache, and credential cleanup",
+            ],
+        )
     },
 ];
 
@@ -398,14 +400,12 @@ pub fn score_observed(findings: &[Finding], records: &[ProbeRecord], obs: &Obser
                 .map(|(f, _)| *f)
                 .collect();
             decisive = at.iter().map(|f| f.id.clone()).collect();
-            let d = describe(c, lowest, &at, obs);
+            let d = describe(c, lowest, &at, obs, &credits);
             let mut why = d.reason;
-            if lowest == 2 && !credits.is_empty() {
-                why.push_str(&format!(": {}", credits.join("; ")));
-            }
             if notes > 0 {
                 why.push_str(&format!(
-                    " ({notes} note(s) below {}, covered by an owned exception or package data do not lower it)",
+                    " ({} below {}, under an owned exception or package data: they do not lower it)",
+                    plural(notes, "note", "notes"),
                     c.floor
                 ));
             }
@@ -440,6 +440,47 @@ pub struct Observed {
     pub teardown: Option<TeardownSeen>,
     /// Engine socket paths tried (catalog, DOCKER_HOST, host mounts).
     pub sockets_checked: Option<usize>,
+    pub network: Option<NetSeen>,
+    pub caches: Option<CachesSeen>,
+    pub browsers: Option<BrowsersSeen>,
+    pub repro: Option<ReproSeen>,
+}
+
+/// The destinations tried, by list and by whether they kept the contract.
+#[derive(Debug, Clone, Default)]
+pub struct NetSeen {
+    pub deny: usize,
+    pub deny_held: usize,
+    pub allow: usize,
+    pub allow_held: usize,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct CachesSeen {
+    pub homes: usize,
+    pub looked_at: usize,
+    /// Each cache found: its name, whom its mount is shared with ("none"
+    /// for the container's own layer or a tmpfs) and whether it is writable.
+    pub caches: Vec<(String, String, bool)>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct BrowsersSeen {
+    pub homes: usize,
+    pub looked_at: usize,
+    /// Each profile found: browser, path, and whom its mount is shared with.
+    pub profiles: Vec<(String, String, String)>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ReproSeen {
+    /// The setup contract's files (devcontainer.json, Containerfile…).
+    pub contract: Vec<String>,
+    /// What pins the image, when something does.
+    pub pinned_by: Option<String>,
+    pub tool_pins: usize,
+    pub manifests: usize,
+    pub locked: usize,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -598,7 +639,55 @@ impl Observed {
                 canaries: t.canaries.len(),
             });
         }
-        o.sockets_checked = facts.sockets.as_ref().map(|s| s.sockets.len());
+        o.sockets_checked = facts.sockets.as_ref().map(|s| s.tried);
+        o.network = facts.network.as_ref().map(|n| {
+            use crate::probe::network::{List, Verdict};
+            let of = |l: List| n.destinations.iter().filter(move |d| d.list == l);
+            let held = |l: List| of(l).filter(|d| d.contract == Verdict::Holds).count();
+            NetSeen {
+                deny: of(List::Deny).count(),
+                deny_held: held(List::Deny),
+                allow: of(List::Allow).count(),
+                allow_held: held(List::Allow),
+            }
+        });
+        o.caches = facts.caches.as_ref().map(|c| CachesSeen {
+            homes: c.homes.len(),
+            looked_at: c.looked_at,
+            caches: c
+                .caches
+                .iter()
+                .map(|e| {
+                    (
+                        e.name.clone(),
+                        e.placement.shared_with.to_string(),
+                        e.writable,
+                    )
+                })
+                .collect(),
+        });
+        o.browsers = facts.browsers.as_ref().map(|b| BrowsersSeen {
+            homes: b.homes,
+            looked_at: b.looked_at,
+            profiles: b
+                .profiles
+                .iter()
+                .map(|p| {
+                    (
+                        p.browser.clone(),
+                        p.path.clone(),
+                        p.placement.shared_with.to_string(),
+                    )
+                })
+                .collect(),
+        });
+        o.repro = facts.repro.as_ref().map(|r| ReproSeen {
+            contract: r.setup_contract.iter().map(|c| c.path.clone()).collect(),
+            pinned_by: r.image.pinned_by.as_ref().map(|h| h.value.clone()),
+            tool_pins: r.tool_pins.len(),
+            manifests: r.manifests.len(),
+            locked: r.manifests.iter().filter(|m| m.lockfile.is_some()).count(),
+        });
         o
     }
 }
@@ -609,15 +698,37 @@ struct Described {
     reason: String,
 }
 
-/// "priv.privileged container, priv.capability CAP_SYS_ADMIN and 40 more".
-fn listed(at: &[&Finding]) -> String {
-    let shown: Vec<String> = at.iter().take(3).map(|f| label(f)).collect();
-    let more = at.len().saturating_sub(shown.len());
-    let mut s = shown.join(", ");
+/// "a, b, c and 40 more": the first `shown` of `items`.
+fn first_of(items: &[String], shown: usize) -> String {
+    let mut s = items
+        .iter()
+        .take(shown)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = items.len().saturating_sub(shown);
     if more > 0 {
         s.push_str(&format!(" and {more} more"));
     }
     s
+}
+
+/// "3 caches (pip, npm, uv)", or `none` when nothing was found.
+fn found(items: &[String], shown: usize, noun: (&str, &str), none: &str) -> String {
+    if items.is_empty() {
+        return none.to_string();
+    }
+    format!(
+        "{} ({})",
+        plural(items.len(), noun.0, noun.1),
+        first_of(items, shown)
+    )
+}
+
+/// "priv.privileged container, priv.capability CAP_SYS_ADMIN and 40 more".
+fn listed(at: &[&Finding]) -> String {
+    let labels: Vec<String> = at.iter().map(|f| label(f)).collect();
+    first_of(&labels, 3)
 }
 
 /// The rubric's words for a 0 or 1 only when every decisive finding is the
@@ -644,19 +755,151 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-fn describe(c: &Control, lowest: u8, at: &[&Finding], obs: &Observed) -> Described {
-    let decided = (!at.is_empty()).then(|| listed(at));
-    let generic = |fits: &dyn Fn(&Finding) -> bool| Described {
-        score: lowest,
-        level: Some(if at.is_empty() {
-            c.rubric[lowest as usize].to_string()
-        } else {
-            level_of(c, lowest, at, fits)
+/// What the control's probes looked at, in words, for every score: the
+/// reason of a 0 or 1 names the findings that decided it and then this.
+fn seen(c: &Control, obs: &Observed) -> Option<String> {
+    match c.key {
+        "engine-socket" => obs.sockets_checked.map(|n| {
+            format!(
+                "{} tried for an engine socket (DOCKER_HOST included)",
+                plural(n, "path", "paths")
+            )
         }),
-        reason: match &decided {
-            Some(d) => format!("{}: {d}", level_of(c, lowest, at, fits)),
-            None => c.rubric[lowest as usize].to_string(),
-        },
+        "secret-boundary" => obs
+            .secrets
+            .as_ref()
+            .map(|s| format!("the secret search read {}", secret_search(s))),
+        "network-policy" => obs.network.as_ref().map(|n| {
+            format!(
+                "deny destinations: {} of {} refused or unreachable; allow destinations: {} of {} reached",
+                n.deny_held, n.deny, n.allow_held, n.allow
+            )
+        }),
+        "cache-policy" => obs.caches.as_ref().map(|k| {
+            let names: Vec<String> = k.caches.iter().map(|(n, _, _)| n.clone()).collect();
+            let found = found(&names, 4, ("cache", "caches"), "no package, model or build cache directory");
+            format!(
+                "{found} found in {} and {} looked at",
+                plural(k.homes, "home", "homes"),
+                plural(k.looked_at, "cache location", "cache locations")
+            )
+        }),
+        "browser-isolation" => obs.browsers.as_ref().map(|b| {
+            let names: Vec<String> = b
+                .profiles
+                .iter()
+                .map(|(browser, path, _)| format!("{browser} at {path}"))
+                .collect();
+            let found = found(
+                &names,
+                2,
+                ("browser profile", "browser profiles"),
+                "no browser profile",
+            );
+            format!(
+                "{found} found in {} and {} looked at (host mounts included)",
+                plural(b.homes, "home", "homes"),
+                plural(b.looked_at, "user-data location", "user-data locations")
+            )
+        }),
+        "reproducibility" => obs.repro.as_ref().map(|r| {
+            let contract = if r.contract.is_empty() {
+                "no setup contract (devcontainer.json, Containerfile, compose file or flake)".to_string()
+            } else {
+                format!("the setup contract {}", r.contract.join(", "))
+            };
+            let image = match &r.pinned_by {
+                Some(p) => format!("the image pinned by {p}"),
+                None => "no pinned image".to_string(),
+            };
+            format!(
+                "{contract}; {image}; {}; manifests locked: {} of {}",
+                plural(r.tool_pins, "tool pin", "tool pins"),
+                r.locked,
+                r.manifests
+            )
+        }),
+        "teardown" => obs.teardown.as_ref().map(|t| {
+            format!(
+                "{} besides the workspace, {} from an earlier run",
+                if t.persistent == 0 {
+                    "no writable persistent mount".to_string()
+                } else {
+                    plural(t.persistent, "writable persistent mount", "writable persistent mounts")
+                },
+                if t.canaries == 0 { "no canary".to_string() } else { plural(t.canaries, "canary", "canaries") }
+            )
+        }),
+        _ => None,
+    }
+}
+
+/// What the secret search read: "this process's environment and 4
+/// processes of others, 2 homes and 3 search roots (40 entries, 1
+/// candidate file opened)".
+fn secret_search(s: &SecretsSeen) -> String {
+    format!(
+        "this process's environment and {} of others, {} and {} ({} entries, {} opened)",
+        plural(s.processes_read, "process", "processes"),
+        plural(s.homes, "home", "homes"),
+        plural(s.roots, "search root", "search roots"),
+        s.entries,
+        plural(s.files_checked, "candidate file", "candidate files")
+    )
+}
+
+/// A 0 or 1: the findings that decided it, then what was looked at.
+fn decided_reason(decided: Option<String>, seen: Option<String>) -> String {
+    match (decided, seen) {
+        (Some(d), Some(s)) => format!("{d}; {s}"),
+        (Some(d), None) => d,
+        (None, Some(s)) => s,
+        (None, None) => "no finding".to_string(),
+    }
+}
+
+/// Where the caches found lie, at a 2: on the container's own layer or a
+/// tmpfs (they go with it), read-only on a shared mount, or writable on one
+/// under an owned exception (anything else would have lowered the score).
+fn cache_places(k: &CachesSeen) -> (usize, String) {
+    let own = k.caches.iter().filter(|(_, s, _)| s == "none").count();
+    let ro = k
+        .caches
+        .iter()
+        .filter(|(_, s, w)| s != "none" && !w)
+        .count();
+    let excepted = k.caches.len() - own - ro;
+    let mut parts = Vec::new();
+    if own > 0 {
+        parts.push(format!("{own} on this container's own layer or a tmpfs"));
+    }
+    if ro > 0 {
+        parts.push(format!("{ro} read-only on a shared mount"));
+    }
+    if excepted > 0 {
+        parts.push(format!("{excepted} under an owned exception"));
+    }
+    (own, parts.join(", "))
+}
+
+/// `credits`: what findings that show the control working saw (a proxy
+/// that enforces the contract), said at a 2.
+fn describe(
+    c: &Control,
+    lowest: u8,
+    at: &[&Finding],
+    obs: &Observed,
+    credits: &[String],
+) -> Described {
+    let decided = (!at.is_empty()).then(|| listed(at));
+    let seen_s = seen(c, obs);
+    // A 0 or 1: the level is the rubric's words when every decisive finding
+    // is the kind of thing the rubric names (`fits`); the reason is what
+    // was found and looked at.
+    let below = |fits: &dyn Fn(&Finding) -> bool| Described {
+        score: lowest,
+        level: Some(level_of(c, lowest, at, fits)),
+        reason: decided_reason(decided.clone(), seen_s.clone()),
     };
     match c.key {
         "repo-scope" => repo_scope(c, lowest, at, decided, obs.repo.as_ref()),
@@ -676,20 +919,13 @@ fn describe(c: &Control, lowest: u8, at: &[&Finding], obs: &Observed) -> Describ
                     reason: format!("{checked}, and nothing at high or above from the capability, seccomp, namespace, device and kernel-interface checks"),
                 };
             }
-            generic(&engine)
+            below(&engine)
         }
         "secret-boundary" => {
             if lowest == 2 {
                 let seen = match &obs.secrets {
                     Some(s) => {
-                        let mut t = format!(
-                            "no credential reachable: this process's environment and {} of others, {} and {} search root(s) ({} entries, {} candidate files opened)",
-                            plural(s.processes_read, "process", "processes"),
-                            plural(s.homes, "home", "homes"),
-                            s.roots,
-                            s.entries,
-                            s.files_checked
-                        );
+                        let mut t = format!("no credential reachable: {}", secret_search(s));
                         if s.package_trees > 0 {
                             t.push_str(&format!(
                                 "; {} hold their packages' own test keys (secret.package-data, not credentials)",
@@ -724,24 +960,129 @@ fn describe(c: &Control, lowest: u8, at: &[&Finding], obs: &Observed) -> Describ
                     .replace("Long-lived host secrets", "Long-lived secrets");
                 Described {
                     score: 0,
-                    level: Some(lvl.clone()),
-                    reason: format!("{lvl}: {}", decided.unwrap_or_default()),
+                    level: Some(lvl),
+                    reason: decided_reason(decided, seen_s),
                 }
             } else {
-                generic(&tokens)
+                below(&tokens)
+            }
+        }
+        "network-policy" => {
+            let limits = |f: &Finding| f.code.starts_with("net.");
+            if lowest < 2 {
+                return below(&limits);
+            }
+            let mut parts: Vec<String> = Vec::new();
+            if let Some(n) = obs.network.as_ref().filter(|n| n.deny + n.allow > 0) {
+                parts.push(format!(
+                    "every destination tried kept its contract: {} refused or unreachable, {} reached",
+                    plural(n.deny, "deny destination", "deny destinations"),
+                    plural(n.allow, "allow destination", "allow destinations")
+                ));
+            }
+            parts.extend(credits.iter().cloned());
+            // A proxy seen enforcing the contract is the rubric's audited
+            // allowlist: then, and only then, the level says so.
+            let level = if !credits.is_empty() {
+                c.rubric[2].to_string()
+            } else if parts.is_empty() {
+                "No network finding".to_string()
+            } else {
+                "Every destination tried kept the task's contract".to_string()
+            };
+            if parts.is_empty() {
+                parts.push("no network finding".to_string());
+            }
+            Described {
+                score: 2,
+                level: Some(level),
+                reason: parts.join("; "),
+            }
+        }
+        "cache-policy" => {
+            let caches = |f: &Finding| f.code.starts_with("cache.");
+            if lowest < 2 {
+                return below(&caches);
+            }
+            let found = obs.caches.as_ref().map(|k| k.caches.len()).unwrap_or(0);
+            let (own, places) = obs.caches.as_ref().map(cache_places).unwrap_or_default();
+            let level = if found == 0 {
+                "No cache found".to_string()
+            } else if own == found {
+                "Caches are this container's own and go with it; whether they are cleaned or retained on purpose cannot be seen from inside".to_string()
+            } else {
+                "Caches off this container's layer are read-only or retained under owned exceptions"
+                    .to_string()
+            };
+            let mut reason = seen_s.unwrap_or_else(|| "no cache finding".to_string());
+            if found > 0 {
+                reason.push_str(&format!(": {places}"));
+            }
+            Described {
+                score: 2,
+                level: Some(level),
+                reason,
+            }
+        }
+        "browser-isolation" => {
+            let profiles = |f: &Finding| f.code == "browser.profile";
+            if lowest < 2 {
+                return below(&profiles);
+            }
+            let profiles: &[(String, String, String)] = obs
+                .browsers
+                .as_ref()
+                .map(|b| b.profiles.as_slice())
+                .unwrap_or(&[]);
+            let own = profiles.iter().filter(|(_, _, s)| s == "none").count();
+            let level = if profiles.is_empty() {
+                "No browser profile in reach".to_string()
+            } else if own == profiles.len() {
+                "Profiles are this container's own and go with it; allowed domains cannot be seen from inside".to_string()
+            } else {
+                "No profile with session state on a shared mount; allowed domains cannot be seen from inside".to_string()
+            };
+            let mut reason = seen_s.unwrap_or_else(|| "no browser finding".to_string());
+            let mut parts = Vec::new();
+            if own > 0 {
+                parts.push(format!(
+                    "{own} on this container's own layer or a tmpfs, reset with it"
+                ));
+            }
+            if profiles.len() > own {
+                parts.push(format!(
+                    "{} on a shared mount without cookies or saved logins, or under an owned exception",
+                    profiles.len() - own
+                ));
+            }
+            if !parts.is_empty() {
+                reason.push_str(&format!(": {}", parts.join(", ")));
+            }
+            Described {
+                score: 2,
+                level: Some(level),
+                reason,
+            }
+        }
+        "reproducibility" => {
+            let repro = |f: &Finding| f.code.starts_with("repro.");
+            if lowest < 2 {
+                return below(&repro);
+            }
+            // 2 rests on no repro finding: an image pin, tool pins,
+            // lockfiles and a setup contract were each seen.
+            Described {
+                score: 2,
+                level: Some(c.rubric[2].to_string()),
+                reason: seen_s.unwrap_or_else(|| "no reproducibility finding".to_string()),
             }
         }
         "teardown" => {
             if lowest == 2 && at.is_empty() {
                 let seen = match &obs.teardown {
-                    Some(t) => format!(
-                        "{} besides the workspace, {} from an earlier run, no log or shell history with secrets on persistent storage",
-                        if t.persistent == 0 {
-                            "no writable persistent mount".to_string()
-                        } else {
-                            plural(t.persistent, "writable persistent mount", "writable persistent mounts")
-                        },
-                        if t.canaries == 0 { "no canary".to_string() } else { plural(t.canaries, "canary", "canaries") }
+                    Some(_) => format!(
+                        "{}, no log or shell history with secrets on persistent storage",
+                        seen_s.unwrap_or_default()
                     ),
                     None => "no teardown finding".to_string(),
                 };
@@ -769,25 +1110,13 @@ fn describe(c: &Control, lowest: u8, at: &[&Finding], obs: &Observed) -> Describ
                 };
                 return Described {
                     score: 1,
-                    level: Some(lvl.clone()),
-                    reason: format!("{lvl}: {}", decided.unwrap_or_default()),
+                    level: Some(lvl),
+                    reason: decided_reason(decided, seen_s),
                 };
             }
-            generic(&|_: &Finding| false)
+            below(&|_: &Finding| false)
         }
-        _ => {
-            // Network, caches, browsers, reproducibility: the rubric's words,
-            // then the findings that decided.
-            let mut why = c.rubric[lowest as usize].to_string();
-            if let Some(d) = &decided {
-                why.push_str(&format!(": {d}"));
-            }
-            Described {
-                score: lowest,
-                level: Some(c.rubric[lowest as usize].to_string()),
-                reason: why,
-            }
-        }
+        _ => below(&|_: &Finding| false),
     }
 }
 
@@ -810,10 +1139,9 @@ fn repo_scope(
             ),
             s => (s, level_of(c, s, at, mounts)),
         };
-        let reason = match &decided {
-            Some(d) => format!("{level}: {d}"),
-            None => level.clone(),
-        };
+        // The reason: what decided, or (with nothing decided) the level,
+        // which then says what was not observed rather than the rubric.
+        let reason = decided.clone().unwrap_or_else(|| level.clone());
         return Described {
             score,
             level: Some(level),
@@ -825,34 +1153,37 @@ fn repo_scope(
         Some((path, what, _)) if path == ws => format!("{ws} ({what})"),
         Some((path, what, _)) => format!("{ws} (in {path}: {what})"),
         None if r.workspace.is_some() => format!("{ws} (not a git repository)"),
-        None => "no workspace is declared".to_string(),
+        None => "(no workspace)".to_string(),
+    };
+    // The workspace as a clause of its own: "the workspace is /w (…)", or
+    // "no workspace is declared" (never "the workspace is no workspace…").
+    let ws_clause = if r.workspace.is_some() {
+        format!("the workspace is {ws_desc}")
+    } else {
+        "no workspace is declared".to_string()
     };
     let mut seen_s = match (r.workspace_from_host, r.other_host_mounts.is_empty()) {
         (true, true) => format!("only {ws_desc} is mounted from the host"),
-        (false, true) => format!("nothing is mounted from the host; the workspace is {ws_desc}"),
+        (false, true) => format!("nothing is mounted from the host; {ws_clause}"),
         (from_host, false) => {
-            let mut shown: Vec<&str> = r
-                .other_host_mounts
-                .iter()
-                .take(3)
-                .map(String::as_str)
-                .collect();
-            let more = r.other_host_mounts.len().saturating_sub(shown.len());
-            let tail = if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            };
-            crate::util::sort::sort(&mut shown);
+            // The first three, in order of name, then how many more.
+            let mut items = r.other_host_mounts.clone();
+            let n = items.len().min(3);
+            crate::util::sort::sort(&mut items[..n]);
             let others = format!(
-                "{} from the host ({}{tail})",
+                "{} from the host ({})",
                 plural(r.other_host_mounts.len(), "other mount", "other mounts"),
-                shown.join(", ")
+                first_of(&items, 3)
             );
             if from_host {
                 format!("{ws_desc} and {others} are mounted")
             } else {
-                format!("the workspace is {ws_desc}; {others} are mounted")
+                let verb = if r.other_host_mounts.len() == 1 {
+                    "is"
+                } else {
+                    "are"
+                };
+                format!("{ws_clause}; {others} {verb} mounted")
             }
         }
     };
@@ -885,7 +1216,7 @@ fn repo_scope(
         let level = level_of(c, lowest, at, mounts);
         return Described {
             score: lowest,
-            reason: format!("{level}: {}; {seen_s}", decided.unwrap_or_default()),
+            reason: decided_reason(decided, Some(seen_s)),
             level: Some(level),
         };
     }
@@ -933,21 +1264,26 @@ mod tests {
         }
     }
 
+    /// The probes every control but the later phases' rests on, then
+    /// those of phases 4 and 5.
+    const PROBES: &[&str] = &[
+        "boundary",
+        "mounts",
+        "writable",
+        "devices",
+        "sockets",
+        "privilege",
+        "rootpaths",
+        "namespaces",
+        "repro",
+        "caches",
+        "browsers",
+        "artifacts",
+    ];
+
     #[test]
     fn scores_follow_the_rubric() {
-        let recs: Vec<ProbeRecord> = [
-            "boundary",
-            "mounts",
-            "writable",
-            "devices",
-            "sockets",
-            "privilege",
-            "rootpaths",
-            "namespaces",
-        ]
-        .into_iter()
-        .map(rec)
-        .collect();
+        let recs: Vec<ProbeRecord> = PROBES[..8].iter().copied().map(rec).collect();
         let fs = vec![Finding::new(
             "engine.socket-reachable",
             "/var/run/docker.sock",
@@ -979,23 +1315,7 @@ mod tests {
     }
 
     fn all_records() -> Vec<ProbeRecord> {
-        [
-            "boundary",
-            "mounts",
-            "writable",
-            "devices",
-            "sockets",
-            "privilege",
-            "rootpaths",
-            "namespaces",
-            "repro",
-            "caches",
-            "browsers",
-            "artifacts",
-        ]
-        .into_iter()
-        .map(rec)
-        .collect()
+        PROBES.iter().copied().map(rec).collect()
     }
 
     fn control<'a>(sc: &'a Scorecard, key: &str) -> &'a ControlScore {
@@ -1012,7 +1332,7 @@ mod tests {
         let sc = score(&notes, &recs);
         let es = control(&sc, "engine-socket");
         assert_eq!(es.score, Some(2), "{}", es.reason);
-        assert!(es.reason.contains("2 note(s)"), "{}", es.reason);
+        assert!(es.reason.contains("2 notes below high"), "{}", es.reason);
         assert_eq!(es.findings.len(), 2, "notes are still listed");
         assert!(es.decisive.is_empty());
         let sc = score(&[Finding::new("priv.privileged", "container", "m")], &recs);
@@ -1315,23 +1635,134 @@ mod tests {
         assert_eq!(np.score, Some(2), "{}", np.reason);
         assert_eq!(
             np.reason,
-            "Default-deny or audited allowlist for the task: the proxy http://***@127.0.0.1:3128 enforces the contract (3 deny destination(s) refused by it, 2 allow destination(s) reached through it)"
+            "the proxy http://***@127.0.0.1:3128 enforces the contract (3 deny destination(s) refused by it, 2 allow destination(s) reached through it)"
         );
+        assert_eq!(np.level.as_deref(), Some(CONTROLS[3].rubric[2]));
         assert!(np.decisive.is_empty());
         // A proxy not seen enforcing it is "some proxy control".
         let sc = score(&[proxy(false)], &recs);
         let np = control(&sc, "network-policy");
         assert_eq!(np.score, Some(1));
-        assert_eq!(
-            np.reason,
-            "Some proxy or manual domain controls: net.proxy environment"
-        );
+        assert_eq!(np.reason, "net.proxy environment");
+        assert_eq!(np.level.as_deref(), Some(CONTROLS[3].rubric[1]));
         // A proxy that forwards a denied destination: at most 1.
         let fwd = Finding::new("net.proxy-forwards-denied", "http://127.0.0.1:9/", "m");
         let sc = score(&[proxy(false), fwd.clone()], &recs);
         assert_eq!(control(&sc, "network-policy").score, Some(1));
         let sc = score(&[proxy(false), fwd.severity(Severity::High)], &recs);
         assert_eq!(control(&sc, "network-policy").score, Some(0));
+    }
+
+    #[test]
+    fn no_reason_quotes_the_rubric_and_nothing_found_says_what_was_looked_at() {
+        let mut recs = all_records();
+        for p in ["secrets", "teardown", "network"] {
+            recs.push(rec(p));
+        }
+        let deny: &[(&str, &[&str])] = &[("~/.ssh", &[])];
+        let full = Observed {
+            secrets: Some(SecretsSeen {
+                homes: 1,
+                roots: 2,
+                ..SecretsSeen::default()
+            }),
+            teardown: Some(TeardownSeen::default()),
+            sockets_checked: Some(5),
+            network: Some(NetSeen {
+                deny: 2,
+                deny_held: 2,
+                allow: 1,
+                allow_held: 1,
+            }),
+            caches: Some(CachesSeen {
+                homes: 1,
+                looked_at: 30,
+                caches: Vec::new(),
+            }),
+            browsers: Some(BrowsersSeen {
+                homes: 1,
+                looked_at: 40,
+                profiles: Vec::new(),
+            }),
+            repro: Some(ReproSeen {
+                contract: vec!["/w/.devcontainer/devcontainer.json".into()],
+                pinned_by: Some("debian@sha256:ab".into()),
+                tool_pins: 2,
+                manifests: 1,
+                locked: 1,
+            }),
+            ..repo_obs("clean", deny, &[])
+        };
+        let hi =
+            |code: &str, subject: &str| Finding::new(code, subject, "m").severity(Severity::High);
+        let lo = |code: &str, subject: &str| Finding::new(code, subject, "m");
+        let sets: Vec<Vec<Finding>> = vec![
+            vec![],
+            vec![hi("engine.socket-reachable", "/var/run/docker.sock")],
+            vec![hi("mount.home-directory", "/home/me")],
+            vec![lo("mount.unexpected", "/data")],
+            vec![hi("secret.env", "GITHUB_TOKEN")],
+            vec![lo("secret.token-expired", "/t")],
+            vec![hi("net.denied-reachable", "tcp://127.0.0.1:9")],
+            vec![lo("net.proxy", "environment")],
+            vec![hi("cache.shared-writable", "/root/.cache/pip")],
+            vec![lo("cache.shared-writable", "/root/.cache/uv")],
+            vec![hi("browser.profile", "/root/.config/google-chrome")],
+            vec![lo("browser.profile", "/data/chrome")],
+            vec![lo("repro.image-unpinned", "image").with("setup_contract_found", false)],
+            vec![lo("repro.no-lockfile", "/w/Cargo.toml")],
+            vec![lo("teardown.persistent-writable", "/data")],
+            vec![hi("teardown.canary-survived", "/data/c")],
+        ];
+        for obs in [Observed::default(), full.clone()] {
+            for fs in &sets {
+                let sc = score_observed(fs, &recs, &obs);
+                for c in &sc.controls {
+                    for cell in CONTROLS.iter().flat_map(|k| k.rubric) {
+                        assert!(
+                            !c.reason.contains(cell),
+                            "{}: {:?} quotes {cell:?}",
+                            c.control,
+                            c.reason
+                        );
+                    }
+                }
+            }
+        }
+        let sc = score_observed(&[], &recs, &full);
+        let reason = |k: &str| control(&sc, k).reason.clone();
+        assert_eq!(
+            reason("browser-isolation"),
+            "no browser profile found in 1 home and 40 user-data locations looked at (host mounts included)"
+        );
+        assert_eq!(
+            reason("cache-policy"),
+            "no package, model or build cache directory found in 1 home and 30 cache locations looked at"
+        );
+        assert_eq!(
+            control(&sc, "browser-isolation").level.as_deref(),
+            Some("No browser profile in reach")
+        );
+        assert_eq!(
+            control(&sc, "cache-policy").level.as_deref(),
+            Some("No cache found")
+        );
+        assert!(
+            reason("network-policy")
+                .starts_with("every destination tried kept its contract: 2 deny destinations"),
+            "{}",
+            reason("network-policy")
+        );
+        // A 0 names what decided and what was looked at.
+        let sc = score_observed(
+            &[hi("cache.shared-writable", "/root/.cache/pip")],
+            &recs,
+            &full,
+        );
+        assert_eq!(
+            control(&sc, "cache-policy").reason,
+            "cache.shared-writable /root/.cache/pip; no package, model or build cache directory found in 1 home and 30 cache locations looked at"
+        );
     }
 
     #[test]

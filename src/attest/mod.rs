@@ -1,4 +1,4 @@
-//! Signed findings (the README's Signed findings): a DSSE envelope carrying an in-toto
+//! Signed findings (docs/signing.md): a DSSE envelope carrying an in-toto
 //! Statement v1 whose predicate is the JSON report, and an OpenSSH SSHSIG
 //! over the exact report bytes. Both are formats that third-party tools
 //! verify (securesystemslib, ssh-keygen -Y verify, openssl pkeyutl), so the

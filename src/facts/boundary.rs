@@ -1,4 +1,4 @@
-//! The boundary (the README's opening, "The boundary first"): which kind of isolation this process runs
+//! The boundary (docs/checks.md, "The boundary first"): which kind of isolation this process runs
 //! in, gathered once and read by the probes whose findings depend on it.
 //! Every finding is about a boundary, so the first fact is which one
 //! exists: namespaces on the host's kernel (a container), a kernel in user
@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::facts::platform::{self, Platform};
 use crate::finding::Finding;
 use crate::host::{read_regular, Host, MAX_ENVIRON};
 
@@ -71,6 +72,8 @@ pub enum Engine {
     CriO,
     /// LXC, LXD or Incus.
     Lxc,
+    /// systemd-nspawn (machinectl).
+    SystemdNspawn,
     /// No engine: the kind is host.
     None,
     #[default]
@@ -89,6 +92,12 @@ pub enum Runtime {
     Kata,
     #[serde(rename = "lxc")]
     Lxc,
+    /// Sysbox's runc fork: system containers with a user namespace always,
+    /// sysbox-fs over parts of /proc and /sys, shiftfs or ID-mapped mounts.
+    #[serde(rename = "sysbox-runc")]
+    SysboxRunc,
+    #[serde(rename = "systemd-nspawn")]
+    SystemdNspawn,
     #[serde(rename = "none")]
     None,
     #[default]
@@ -145,6 +154,9 @@ pub struct Boundary {
     /// Sources that could not be read, with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unread: Vec<String>,
+    /// The machine and kernel under the boundary (src/facts/platform.rs),
+    /// read from the same sources; what `selfprobe diff` compares.
+    pub platform: Platform,
 }
 
 /// What the decision rests on, read once from the root path; `decide` is
@@ -178,6 +190,13 @@ pub struct Inputs {
     /// OEM ID of the ACPI DSDT (bytes 10..16): Firecracker writes "FIRECK".
     pub acpi_oem: Option<String>,
     pub clocksources: Option<String>,
+    /// For the platform (src/facts/platform.rs): /proc/sys/kernel/arch,
+    /// uname(2)'s machine (live system only), /proc/self/auxv and
+    /// /sys/devices/system/cpu/online.
+    pub arch: Option<String>,
+    pub uname_machine: Option<String>,
+    pub auxv: Option<Vec<u8>>,
+    pub cpus_online: Option<String>,
     pub unread: Vec<String>,
 }
 
@@ -239,8 +258,11 @@ impl Inputs {
                     .next()
                     .is_some_and(|l| l.trim_start_matches("Name:").trim() == "kthreadd"),
             ),
+            // No PID 2 where PID 1 is seen: this PID namespace does not
+            // hold the kernel's threads. With no PID 1 either (a tree that
+            // is a mount table and little else) nothing is seen at all.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                host.path("/proc/self").is_dir().then_some(false)
+                host.path("/proc/1").is_dir().then_some(false)
             }
             Err(_) => None,
         };
@@ -292,35 +314,43 @@ impl Inputs {
             .ok()
             .filter(|b| b.len() == 16)
             .map(|b| String::from_utf8_lossy(&b[10..16]).trim().to_string());
+        i.arch = text("/proc/sys/kernel/arch", &mut unread);
+        // A fixture tree's machine is its own file's or unknown, never ours.
+        i.uname_machine = host
+            .is_live()
+            .then(|| nix::sys::utsname::uname().ok())
+            .flatten()
+            .map(|u| u.machine().to_string_lossy().into_owned());
+        i.auxv = read_regular(&host.path("/proc/self/auxv"), 4096)
+            .ok()
+            .filter(|_| proc_ok);
+        i.cpus_online = text("/sys/devices/system/cpu/online", &mut unread);
         i.unread = unread;
         i
     }
 }
 
-/// The part of a mountinfo line this module needs. Lines that do not parse
-/// are skipped here: the mounts probe reports them.
-struct Line<'a> {
-    root: &'a str,
-    mount_point: &'a str,
-    fstype: &'a str,
-    source: &'a str,
-    super_options: &'a str,
+/// The part of a mountinfo line this module needs, from the one parser
+/// (src/facts/mounts/parse.rs). Lines that do not parse are skipped here:
+/// the mounts probe reports them.
+struct Line {
+    root: String,
+    mount_point: String,
+    fstype: String,
+    source: String,
+    super_options: String,
 }
 
-fn lines(mountinfo: &str) -> Vec<Line<'_>> {
-    mountinfo
-        .lines()
-        .filter_map(|l| {
-            let (pre, post) = l.split_once(" - ")?;
-            let f: Vec<&str> = pre.split(' ').collect();
-            let p: Vec<&str> = post.split(' ').collect();
-            Some(Line {
-                root: f.get(3)?,
-                mount_point: f.get(4)?,
-                fstype: p.first()?,
-                source: p.get(1).copied().unwrap_or(""),
-                super_options: p.get(2).copied().unwrap_or(""),
-            })
+fn lines(mountinfo: &str) -> Vec<Line> {
+    crate::facts::mounts::parse_mountinfo(mountinfo)
+        .0
+        .into_iter()
+        .map(|m| Line {
+            root: m.root.to_string_lossy().into_owned(),
+            mount_point: m.mount_point.to_string_lossy().into_owned(),
+            fstype: m.fstype,
+            source: m.source,
+            super_options: m.super_options,
         })
         .collect()
 }
@@ -351,6 +381,7 @@ struct Marks {
     containerd: bool,
     crio: bool,
     lxc: bool,
+    nspawn: bool,
 }
 
 impl Marks {
@@ -362,6 +393,7 @@ impl Marks {
             || self.containerd
             || self.crio
             || self.lxc
+            || self.nspawn
     }
 }
 
@@ -485,8 +517,30 @@ pub fn decide(i: &Inputs) -> Boundary {
             }
         }
     }
+    // Sysbox: its sysbox-fs serves parts of /proc and /sys, and sysbox-mgr
+    // keeps the inner engines' state under /var/lib/sysbox.
+    let mut sysbox = false;
     for m in &mounts {
-        let r = m.root;
+        let sysbox_dir = m.root.contains("/lib/sysbox/");
+        let seen =
+            if matches!(m.fstype.as_str(), "fuse" | "fuse.sysboxfs") && m.source == "sysboxfs" {
+                format!("{} on fuse sysboxfs", m.mount_point)
+            } else if sysbox_dir {
+                format!("{} from {}", m.mount_point, m.root)
+            } else {
+                continue;
+            };
+        d.saw(
+            "runtime",
+            "/proc/self/mountinfo",
+            &seen,
+            "Sysbox: sysbox-fs emulates parts of /proc and /sys, sysbox-mgr keeps each system container's inner state under /var/lib/sysbox",
+        );
+        sysbox = true;
+        break;
+    }
+    for m in &mounts {
+        let r = m.root.as_str();
         let mut hit = |what: &str, flag: &mut bool| {
             if !*flag {
                 d.saw(
@@ -512,8 +566,19 @@ pub fn decide(i: &Inputs) -> Boundary {
         if r.contains("/crio-") {
             hit("a CRI-O container's cgroup root", &mut marks.crio);
         }
-        if r.contains("/io.containerd.") || r.contains("/containerd/") {
+        // Sysbox's per-container directories for an inner engine name
+        // that engine (/var/lib/sysbox/containerd/<id>): not the outer one.
+        let sysbox_dir = r.contains("/lib/sysbox/");
+        if (r.contains("/io.containerd.") || r.contains("/containerd/")) && !sysbox_dir {
             hit("a file of containerd's state", &mut marks.containerd);
+        }
+        if r.contains("/systemd/nspawn/propagate/")
+            && m.mount_point == "/run/systemd/nspawn/incoming"
+        {
+            hit(
+                "systemd-nspawn's propagation directory (machinectl bind)",
+                &mut marks.nspawn,
+            );
         }
         if r.contains("/kubelet/pods/") {
             hit("a file of a kubelet pod", &mut marks.kubernetes);
@@ -528,6 +593,7 @@ pub fn decide(i: &Inputs) -> Boundary {
             "docker" => Some(&mut marks.docker),
             "lxc" | "lxc-libvirt" => Some(&mut marks.lxc),
             "crio" | "cri-o" => Some(&mut marks.crio),
+            "systemd-nspawn" => Some(&mut marks.nspawn),
             _ => None,
         };
         d.saw(
@@ -625,8 +691,11 @@ pub fn decide(i: &Inputs) -> Boundary {
             _ => None,
         }
     };
-    let root_layered = root_mount.is_some_and(|m| m.fstype == "overlay");
-    let engine_files = marks.any() || i.containerenv.is_some();
+    // An overlay root, or Sysbox's shiftfs over an engine's overlay.
+    let root_layered = root_mount.is_some_and(|m| {
+        m.fstype == "overlay" || (m.fstype == "shiftfs" && m.root.contains("/overlay2/"))
+    });
+    let engine_files = marks.any() || i.containerenv.is_some() || sysbox;
     let container_like = root_layered || engine_files || i.dockerenv;
     let no_ns = i.ns.is_empty() && i.kthreadd.is_none();
 
@@ -672,6 +741,7 @@ pub fn decide(i: &Inputs) -> Boundary {
         _ if marks.podman || marks.containers_storage => Engine::Podman,
         _ if marks.docker || i.dockerenv => Engine::Docker,
         _ if marks.lxc => Engine::Lxc,
+        _ if marks.nspawn => Engine::SystemdNspawn,
         _ if marks.containerd => Engine::Containerd,
         _ => Engine::Unknown,
     };
@@ -679,7 +749,9 @@ pub fn decide(i: &Inputs) -> Boundary {
         Kind::Host => Runtime::None,
         Kind::Sandbox => Runtime::Runsc,
         Kind::VmContainer => Runtime::Kata,
+        Kind::Container if sysbox => Runtime::SysboxRunc,
         Kind::Container if engine == Engine::Lxc => Runtime::Lxc,
+        Kind::Container if engine == Engine::SystemdNspawn => Runtime::SystemdNspawn,
         Kind::Container if engine != Engine::Unknown => Runtime::RuncCrun,
         _ => Runtime::Unknown,
     };
@@ -734,6 +806,16 @@ pub fn decide(i: &Inputs) -> Boundary {
         wsl,
         evidence: d.evidence,
         unread,
+        platform: platform::derive(&platform::Sources {
+            arch: i.arch.as_deref(),
+            uname_machine: i.uname_machine.as_deref(),
+            osrelease: i.osrelease.as_deref(),
+            version: i.version.as_deref(),
+            auxv: i.auxv.as_deref(),
+            cpus_online: i.cpus_online.as_deref(),
+            mountinfo: i.mountinfo.as_deref(),
+            cgroup: i.cgroup.as_deref(),
+        }),
     }
 }
 
@@ -1129,6 +1211,35 @@ mod tests {
         assert_eq!((b.engine, b.runtime), (Engine::Lxc, Runtime::Lxc));
         assert_eq!(decide(&base).engine, Engine::Unknown);
         assert_eq!(decide(&base).runtime, Runtime::Unknown);
+        // Sysbox: sysbox-fs and Docker's files through a shiftfs mark (not
+        // the inner containerd's directory under /var/lib/sysbox).
+        let id = "acbc2a6670e672cbaf39897aaaabce7f245a8c09a27458173e8a9b99c28ac6ae";
+        let sysbox = Inputs {
+            mountinfo: Some(format!("1526 1218 0:86 / / rw - shiftfs /var/lib/docker/overlay2/85/merged rw\n1644 1590 0:77 /proc/uptime /proc/uptime rw - fuse sysboxfs rw\n1717 1526 0:94 /hosts /etc/hosts rw - shiftfs /var/lib/docker/containers/{id} rw\n1723 1526 8:1 /var/lib/sysbox/containerd/{id} /var/lib/containerd rw - ext4 /dev/sda1 rw\n")),
+            ..base.clone()
+        };
+        let b = decide(&sysbox);
+        assert_eq!((b.engine, b.runtime), (Engine::Docker, Runtime::SysboxRunc));
+        // The same table alone, without namespace links, is still a container.
+        let alone = Inputs {
+            ns: BTreeMap::new(),
+            ..sysbox
+        };
+        assert_eq!(decide(&alone).kind, Kind::Container);
+        let nspawn = Inputs {
+            mountinfo: Some("913 912 0:24 /systemd/nspawn/propagate/rootfs /run/systemd/nspawn/incoming ro - tmpfs tmpfs rw\n".into()),
+            ..base.clone()
+        };
+        let b = decide(&nspawn);
+        assert_eq!(
+            (b.engine, b.runtime),
+            (Engine::SystemdNspawn, Runtime::SystemdNspawn)
+        );
+        let env = Inputs {
+            container_env: Some(("$container".into(), "systemd-nspawn".into())),
+            ..base.clone()
+        };
+        assert_eq!(decide(&env).engine, Engine::SystemdNspawn);
     }
 
     #[test]
@@ -1203,6 +1314,15 @@ mod tests {
     fn nothing_to_go_on_is_unknown_and_incomplete() {
         let b = decide(&Inputs::default());
         assert_eq!(b.kind, Kind::Unknown);
+        // A machine's mount table alone: an ext4 root, Docker's netns binds
+        // below its /run, its containers' roots. Nothing decides the kind.
+        let table = Inputs {
+            mountinfo: Some("28 0 252:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n27 28 0:24 / /run rw - tmpfs tmpfs rw\n510 27 0:3 net:[4026531993] /run/docker/netns/default rw shared:255 - nsfs nsfs rw\n450 28 0:51 / /var/lib/docker/overlay2/3a/merged rw - overlay overlay rw,lowerdir=/var/lib/docker/overlay2/l/E6\n".into()),
+            ..Inputs::default()
+        };
+        let b = decide(&table);
+        assert_eq!(b.kind, Kind::Unknown, "{:?}", b.evidence);
+        assert!(b.evidence.iter().all(|e| e.field != "kind"));
         let f = evaluate(&b);
         assert_eq!(f[0].code, "probe.incomplete");
         assert_eq!(f[0].evidence["probe"], "boundary");

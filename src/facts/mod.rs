@@ -1,5 +1,5 @@
 //! Facts that several probes need, gathered once and read by the probes
-//! (the README's Layout). A fact module reads the system through the root path
+//! (docs/layout.md). A fact module reads the system through the root path
 //! (src/host.rs), so fixture trees answer as a live system would; it never
 //! imports a probe, and probes never import each other: what they share
 //! lives here.
@@ -7,6 +7,7 @@
 pub mod boundary;
 pub mod mounts;
 pub mod place;
+pub mod platform;
 pub mod programs;
 pub mod unchecked;
 pub mod users;

@@ -7,7 +7,7 @@
 //! filesystem reached through a host path.
 //!
 //! procfs (the crate) is set aside here: it does not unescape `\040` and
-//! fails a whole table on one line it cannot read (the README's Dependencies).
+//! fails a whole table on one line it cannot read (docs/layout.md, Dependencies).
 
 pub mod engine;
 pub mod parse;
@@ -40,8 +40,9 @@ pub struct Mount {
     #[serde(serialize_with = "lossy")]
     pub mount_point: PathBuf,
     pub options: Vec<String>,
-    /// shared:N, master:N, propagate_from:N, unbindable…
-    #[serde(skip)]
+    /// shared:N, master:N, propagate_from:N, unbindable…: the mount's
+    /// propagation, which `selfprobe inspect` compares with the engine's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub optional: Vec<String>,
     pub fstype: String,
     pub source: String,
@@ -412,18 +413,27 @@ struct Table {
     /// tmpfs devices mounted whole by this container; binds from them
     /// (podman masks /proc/keys with /dev's tmpfs "/null") are internal.
     own_tmpfs: BTreeSet<(u32, u32)>,
+    /// The table is a machine's own: its root is a disk filesystem mounted
+    /// whole and no mount is a file an engine made for a container. Its
+    /// /run is then the machine's own runtime directory, whatever it holds
+    /// (Docker's netns binds, systemd's state), not a host's mounted in.
+    machine: bool,
 }
 
 impl Table {
     fn new(mounts: &[Mount]) -> Table {
-        let own_root = mounts
+        let root = mounts
             .iter()
             .rev()
-            .find(|m| m.mount_point == Path::new("/"))
-            .map(|m| {
-                let anonymous = OVERLAY_FS.contains(&m.fstype.as_str()) || is_tmpfs(&m.fstype);
-                (m.dev(), anonymous)
-            });
+            .find(|m| m.mount_point == Path::new("/"));
+        let own_root = root.map(|m| (m.dev(), layered_root(m)));
+        let machine = root.is_some_and(|m| {
+            is_disk_fs(&m.fstype)
+                && !matches!(m.fstype.as_str(), "9p" | "virtiofs" | "shiftfs")
+                && m.source != "kataShared"
+        }) && !mounts
+            .iter()
+            .any(|m| matches!(engine::shape(m), Some(engine::Shape::Managed(_))));
         let own_proc = mounts
             .iter()
             .rev()
@@ -434,14 +444,12 @@ impl Table {
             own_proc,
             host_tmpfs: BTreeSet::new(),
             own_tmpfs: BTreeSet::new(),
+            machine,
         };
         // A tmpfs with namespace binds or container roots below it is the
         // host's runtime directory: a fresh tmpfs has neither. The
         // container's own /run is left to what it holds (below): a dind
         // with a tmpfs /run binds its own containers' namespaces there.
-        let own_run = |m: &Mount| {
-            m.mount_point == Path::new("/run") || m.mount_point == Path::new("/var/run")
-        };
         for m in mounts.iter().filter(|m| whole_tmpfs(m) && !own_run(m)) {
             let holds_host_state = mounts.iter().any(|c| {
                 c.mount_point != m.mount_point
@@ -466,14 +474,29 @@ impl Table {
     }
 }
 
+/// A tmpfs at the container's own runtime directory.
+fn own_run(m: &Mount) -> bool {
+    m.mount_point == Path::new("/run") || m.mount_point == Path::new("/var/run")
+}
+
+/// A root nothing else can share: an overlay or tmpfs of the container's
+/// own, or Sysbox's shiftfs over an engine's overlay.
+fn layered_root(m: &Mount) -> bool {
+    OVERLAY_FS.contains(&m.fstype.as_str())
+        || is_tmpfs(&m.fstype)
+        || (m.fstype == "shiftfs" && is_snapshot_path(&m.root.to_string_lossy()))
+}
+
+fn is_snapshot_path(p: &str) -> bool {
+    SNAPSHOT_STORAGE.iter().any(|s| p.contains(s))
+}
+
 fn whole_tmpfs(m: &Mount) -> bool {
     is_tmpfs(&m.fstype) && m.root_is("/") && m.mount_point != Path::new("/")
 }
 
 fn is_snapshot_overlay(m: &Mount) -> bool {
-    OVERLAY_FS.contains(&m.fstype.as_str())
-        && m.root_is("/")
-        && SNAPSHOT_STORAGE.iter().any(|s| m.super_options.contains(s))
+    OVERLAY_FS.contains(&m.fstype.as_str()) && m.root_is("/") && is_snapshot_path(&m.super_options)
 }
 
 fn base_class(m: &Mount, shape: Option<&engine::Shape>, t: &Table) -> MountClass {
@@ -492,7 +515,8 @@ fn base_class(m: &Mount, shape: Option<&engine::Shape>, t: &Table) -> MountClass
             MountClass::HostProcfs
         };
     }
-    if PSEUDO_FS.contains(&fstype) {
+    // lxcfs holds no data of its own: it computes /proc and /sys files.
+    if PSEUDO_FS.contains(&fstype) || fstype == "fuse.lxcfs" {
         return MountClass::Pseudo;
     }
     // Binds from the container's own overlay or tmpfs root (kind binds
@@ -609,9 +633,14 @@ pub fn collect(
     // A tmpfs that holds both an engine's and the system's runtime entries
     // is the host's /run, even without namespace binds below it; binds from
     // it then are host paths, looked at in a second, usually empty, round.
+    // A machine's own table holds its own /run, which holds both.
     let mut promoted = false;
     for e in entries.iter_mut() {
-        if e.class == MountClass::Tmpfs && e.mount.root_is("/") && runtime_dir(&e.contents) {
+        if e.class == MountClass::Tmpfs
+            && e.mount.root_is("/")
+            && runtime_dir(&e.contents)
+            && !(table.machine && own_run(&e.mount))
+        {
             e.class = MountClass::HostTmpfs;
             table.host_tmpfs.insert(e.mount.dev());
             promoted = true;

@@ -61,9 +61,11 @@ impl VerifyingKey {
     }
 }
 
-/// A private key. ring keeps the expanded key; its bytes are overwritten
-/// when this is dropped, as dalek's were.
+/// A private key: its seed (for PKCS#8 out, `Signer::private_pem`) and
+/// ring's expanded key. Both are overwritten when this is dropped, as
+/// dalek's were.
 pub struct SigningKey {
+    seed: zeroize::Zeroizing<[u8; 32]>,
     pair: Box<sig::Ed25519KeyPair>,
 }
 
@@ -82,8 +84,14 @@ impl SigningKey {
         let pair = sig::Ed25519KeyPair::from_seed_unchecked(seed)
             .expect("any 32 bytes are an Ed25519 seed");
         SigningKey {
+            seed: zeroize::Zeroizing::new(*seed),
             pair: Box::new(pair),
         }
+    }
+
+    /// The RFC 8032 seed: the private key itself.
+    pub fn seed(&self) -> &[u8; 32] {
+        &self.seed
     }
 
     pub fn verifying_key(&self) -> VerifyingKey {

@@ -455,6 +455,18 @@ fn oversized_input_is_refused() {
 }
 
 #[test]
+fn the_private_pem_loads_back_as_the_same_key() {
+    let s = Signer::ephemeral().unwrap();
+    let pem = s.private_pem().unwrap();
+    assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----"));
+    let k = parse_private_key(pem.as_bytes()).unwrap();
+    assert_eq!(keyid(&k.verifying_key()), s.keyid());
+    // What ed25519-dalek wrote, byte for byte.
+    let theirs = dalek(s.key.seed()).to_pkcs8_pem(LineEnding::LF).unwrap();
+    assert_eq!(pem.as_str(), theirs.as_str());
+}
+
+#[test]
 fn ephemeral_keys_differ() {
     let a = Signer::ephemeral().unwrap();
     let b = Signer::ephemeral().unwrap();
@@ -465,4 +477,5 @@ fn ephemeral_keys_differ() {
         shown.contains(&a.keyid()) && !shown.contains("pair"),
         "{shown}"
     );
+    assert!(!shown.contains(&hex(a.key.seed())), "{shown}");
 }

@@ -25,6 +25,20 @@ pub(super) struct Raw<'a> {
     pub mcp: Option<RawMcp>,
     pub exception: Vec<Spanned<RawException>>,
     pub severity: BTreeMap<Spanned<String>, Spanned<String>>,
+    pub parity: Option<RawParity>,
+    pub retain: Vec<Spanned<RawRetain>>,
+}
+
+#[derive(Default)]
+pub(super) struct RawParity {
+    pub allow: Vec<Spanned<String>>,
+}
+
+pub(super) struct RawRetain {
+    pub volume: Spanned<String>,
+    pub owner: Option<String>,
+    pub reason: Option<String>,
+    pub expires: Option<Spanned<String>>,
 }
 
 #[derive(Default)]
@@ -100,6 +114,8 @@ const ROOT_FIELDS: &[&str] = &[
     "mcp",
     "exception",
     "severity",
+    "parity",
+    "retain",
 ];
 
 fn raw<'a>(v: &Value<'a>) -> R<Raw<'a>> {
@@ -111,12 +127,14 @@ fn raw<'a>(v: &Value<'a>) -> R<Raw<'a>> {
         mcp: None,
         exception: Vec::new(),
         severity: BTreeMap::new(),
+        parity: None,
+        retain: Vec::new(),
     };
     fields(
         v,
         "Raw",
         ROOT_FIELDS,
-        &[false, false, false, false, false, true, true],
+        &[false, false, false, false, false, true, true, false, true],
         |key, v| {
             match key {
                 "workspace" => r.workspace = Some(workspace(v)?),
@@ -125,7 +143,9 @@ fn raw<'a>(v: &Value<'a>) -> R<Raw<'a>> {
                 "secrets" => r.secrets = Some(secrets(v)?),
                 "mcp" => r.mcp = Some(mcp(v)?),
                 "exception" => r.exception = seq(v, |e| Ok(Spanned::new(e.span(), exception(e)?)))?,
-                _ => r.severity = severity(v)?,
+                "severity" => r.severity = severity(v)?,
+                "parity" => r.parity = Some(parity(v)?),
+                _ => r.retain = seq(v, |e| Ok(Spanned::new(e.span(), retain(e)?)))?,
             }
             Ok(())
         },
@@ -208,27 +228,66 @@ fn one_field<'a, T>(
     Ok(got)
 }
 
-fn exception(v: &Value<'_>) -> R<RawException> {
-    let (mut code, mut subject, mut owner, mut reason, mut expires) =
+/// What [[exception]] and [[retain]] entries hold: the thing they are
+/// about (a code, a volume: required), an exception's subject, an owner, a
+/// reason and an expiry.
+struct Entry {
+    about: Spanned<String>,
+    subject: Option<String>,
+    owner: Option<String>,
+    reason: Option<String>,
+    expires: Option<Spanned<String>>,
+}
+
+fn entry(v: &Value<'_>, name: &str, names: &[&str]) -> R<Entry> {
+    let (mut about, mut subject, mut owner, mut reason, mut expires) =
         (None, None, None, None, None);
-    const FIELDS: &[&str] = &["code", "subject", "owner", "reason", "expires"];
-    fields(v, "RawException", FIELDS, &[false; 5], |k, v| {
+    fields(v, name, names, &[false; 5][..names.len()], |k, v| {
         match k {
-            "code" => code = Some(string(v)?),
             "subject" => subject = Some(string(v)?.into_inner()),
             "owner" => owner = Some(string(v)?.into_inner()),
             "reason" => reason = Some(string(v)?.into_inner()),
-            _ => expires = Some(string(v)?),
+            "expires" => expires = Some(string(v)?),
+            _ => about = Some(string(v)?),
         }
         Ok(())
     })?;
-    let code = code.ok_or_else(|| at(v.span(), "missing field `code`"))?;
-    Ok(RawException {
-        code,
+    let about = about.ok_or_else(|| at(v.span(), format!("missing field `{}`", names[0])))?;
+    Ok(Entry {
+        about,
         subject,
         owner,
         reason,
         expires,
+    })
+}
+
+fn exception(v: &Value<'_>) -> R<RawException> {
+    const FIELDS: &[&str] = &["code", "subject", "owner", "reason", "expires"];
+    let e = entry(v, "RawException", FIELDS)?;
+    Ok(RawException {
+        code: e.about,
+        subject: e.subject,
+        owner: e.owner,
+        reason: e.reason,
+        expires: e.expires,
+    })
+}
+
+fn retain(v: &Value<'_>) -> R<RawRetain> {
+    let e = entry(v, "RawRetain", &["volume", "owner", "reason", "expires"])?;
+    Ok(RawRetain {
+        volume: e.about,
+        owner: e.owner,
+        reason: e.reason,
+        expires: e.expires,
+    })
+}
+
+fn parity(v: &Value<'_>) -> R<RawParity> {
+    let allow = one_field(v, "RawParity", "allow", true, |v| seq(v, string))?;
+    Ok(RawParity {
+        allow: allow.unwrap_or_default(),
     })
 }
 
@@ -466,6 +525,23 @@ mod tests {
         exception: Vec<Spanned<RawException>>,
         #[serde(default)]
         severity: BTreeMap<Spanned<String>, Spanned<String>>,
+        parity: Option<RawParity>,
+        #[serde(default)]
+        retain: Vec<Spanned<RawRetain>>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct RawRetain {
+        volume: Spanned<String>,
+        owner: Option<String>,
+        reason: Option<String>,
+        expires: Option<Spanned<String>>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct RawParity {
+        #[serde(default)]
+        allow: Vec<Spanned<String>>,
     }
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -576,6 +652,20 @@ mod tests {
             for (k, v) in &r.severity {
                 out += &format!("sev {} {}\n", s(k), s(v));
             }
+            if let Some(p) = &r.parity {
+                out += &format!("parity [{}]\n", list(&p.allow));
+            }
+            for e in &r.retain {
+                let x = e.get_ref();
+                out += &format!(
+                    "retain@{:?} {} {:?} {:?} {}\n",
+                    e.span(),
+                    s(&x.volume),
+                    x.owner,
+                    x.reason,
+                    opt(&x.expires)
+                );
+            }
             out
         }};
     }
@@ -681,6 +771,7 @@ mod tests {
             ("secrets", &["max_token_ttl", "bogus"]),
             ("mcp", &["approved", "bogus"]),
             ("severity", &["\"mount.host-root\"", "x"]),
+            ("parity", &["allow", "bogus"]),
         ];
         for lit in LITERALS {
             for root in ROOT_FIELDS.iter().chain(&["aaa", "zzz"]) {
@@ -701,6 +792,11 @@ mod tests {
                     "[[exception]]\ncode = \"mount.host-root\"\n{f} = {lit}\n"
                 ));
                 docs.push(format!("exception = [{{ {f} = {lit} }}]\n"));
+            }
+            for f in ["volume", "owner", "reason", "expires", "subject", "bogus"] {
+                docs.push(format!("[[retain]]\n{f} = {lit}\n"));
+                docs.push(format!("[[retain]]\nvolume = \"cache\"\n{f} = {lit}\n"));
+                docs.push(format!("retain = [{{ {f} = {lit} }}]\n"));
             }
             for list in ["allow", "deny"] {
                 docs.push(format!("[network]\n{list} = [{lit}]\n"));

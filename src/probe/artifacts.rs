@@ -443,6 +443,10 @@ pub struct CredentialHit {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CacheFacts {
     pub homes: Vec<String>,
+    /// Cache locations looked at (under each home, named by a variable,
+    /// mounted), found or not: what a "none found" rests on.
+    #[serde(skip)]
+    pub looked_at: usize,
     pub caches: Vec<CacheEntry>,
     pub credentials: Vec<CredentialHit>,
     /// Configuration files that exist but could not be read, with why.
@@ -549,6 +553,11 @@ pub fn collect_caches(
         }
     }
 
+    facts.looked_at = candidates
+        .iter()
+        .map(|(_, p, _)| p)
+        .collect::<BTreeSet<_>>()
+        .len();
     let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
     for (def, path, origin) in candidates {
         if Instant::now() > deadline {
@@ -788,6 +797,12 @@ pub struct BrowserProfile {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct BrowserFacts {
     pub profiles: Vec<BrowserProfile>,
+    /// Homes searched and user-data locations looked at (under each home
+    /// and at each persistent mount): what a "none found" rests on.
+    #[serde(skip)]
+    pub homes: usize,
+    #[serde(skip)]
+    pub looked_at: usize,
 }
 
 /// Entries of a profile directory or user-data directory looked at, at most.
@@ -917,7 +932,15 @@ pub fn collect_browsers(
             }
         }
     }
-    let mut facts = BrowserFacts::default();
+    let mut facts = BrowserFacts {
+        homes: homes.len(),
+        looked_at: cands
+            .iter()
+            .map(|(_, p, _)| p)
+            .collect::<BTreeSet<_>>()
+            .len(),
+        ..BrowserFacts::default()
+    };
     let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
     for (def, path, origin) in cands {
         if Instant::now() > deadline {
@@ -962,7 +985,8 @@ pub fn evaluate_browsers(f: &BrowserFacts) -> Vec<Finding> {
                 "browser.profile",
                 &p.path,
                 format!(
-                    "a {} profile at {} holds session state ({}) and lives on {what}",
+                    "{} {} profile at {} holds session state ({}) and lives on {what}",
+                    crate::util::text::article(&p.browser),
                     p.browser,
                     p.path,
                     p.files.join(", ")

@@ -509,6 +509,18 @@ pub fn gather(ctx: Arc<Context>) -> Gathered {
         )
     });
 
+    // Not asked to send anything, the network's resolver files are still
+    // read: on a thread with a deadline, like every read of the probed
+    // system (not a probe of its own: no record); if they hang, the
+    // resolver is unknown.
+    let resolver = (!g.network_asked).then(|| {
+        let c = ctx.clone();
+        let deadline = ctx.host.deadline_within(PROBE_BUDGET);
+        spawn("resolver", 3, deadline, move || {
+            Ok(network::resolver(&c.host))
+        })
+    });
+
     let first: Vec<_> = FIRST
         .iter()
         .map(|e| start(e, &ctx, &none, PROBE_BUDGET))
@@ -538,7 +550,13 @@ pub fn gather(ctx: Arc<Context>) -> Gathered {
     }
     match net {
         Some(r) => settle(r, &mut facts, &mut g),
-        None => facts.network = Some(network::not_asked(&ctx.host, &ctx.policy)),
+        None => {
+            let mut f = network::not_asked(&ctx.host, &ctx.policy);
+            if let Some(Outcome::Done(conf)) = resolver.map(|r| r.wait(&mut Vec::new())) {
+                f.resolver = Some(conf);
+            }
+            facts.network = Some(f);
+        }
     }
     facts.mounts = mounts.map(|m| Arc::try_unwrap(m).unwrap_or_else(|a| (*a).clone()));
 

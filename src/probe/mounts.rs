@@ -49,8 +49,9 @@ impl<'a> Shown<'a> {
             "Kata's shared directory (the host path is not visible)".to_string()
         } else if e.class == MountClass::Unknown {
             format!(
-                "the host path {} on a {} filesystem selfprobe does not know",
+                "the host path {} on {} {} filesystem selfprobe does not know",
                 e.mount.root.display(),
+                crate::util::text::article(&e.mount.fstype),
                 e.mount.fstype
             )
         } else {

@@ -13,9 +13,6 @@ pub mod dial;
 pub mod proxy;
 pub mod resolve;
 
-pub mod tls;
-mod x509;
-
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::{mpsc, Arc};
@@ -31,11 +28,11 @@ use crate::policy::Policy;
 use crate::target::{self, HostName, Scheme, Target};
 use crate::util::http1::{self, Request, Response, Timed, Version};
 use crate::util::panics;
+use crate::util::tls::{Presented, Tls, TlsError, TrustStore};
 use builtin::Kind;
 use dial::{Dial, NetError};
 use proxy::{Answer, ProxyEnv, ProxyInfo, ProxySaid, ProxyUrl};
 use resolve::{ResolverConf, Via};
-use tls::{Presented, Tls, TlsError, TrustStore};
 
 /// The timeout of a destination when neither it nor `[network] timeout` sets one.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -253,6 +250,13 @@ pub fn not_asked(host: &Host, policy: &Policy) -> NetFacts {
         proxy: ProxyEnv::from_env(host).info,
         ..Default::default()
     }
+}
+
+/// The resolver configuration (/etc/resolv.conf, /etc/hosts) without a
+/// destination to try: two files read, nothing sent. It is the workspace's
+/// DNS, which `selfprobe diff` compares, so it is reported either way.
+pub fn resolver(host: &Host) -> ResolverConf {
+    ResolverConf::load(host)
 }
 
 #[derive(Debug, Clone)]
@@ -1624,62 +1628,95 @@ mod tests {
 
     #[test]
     fn contracts() {
-        let r = result(
-            List::Deny,
-            Kind::Policy,
-            "tcp://127.0.0.1:9",
-            NetOutcome::Refused,
-            false,
-        );
-        assert_eq!(verdict(&r), Verdict::Holds);
-        let r = result(
-            List::Deny,
-            Kind::Policy,
-            "tcp://127.0.0.1:9",
-            NetOutcome::Reachable,
-            true,
-        );
-        assert_eq!(verdict(&r), Verdict::Violated);
-        let r = result(
-            List::Deny,
-            Kind::Policy,
-            "http://127.0.0.1:9/",
-            NetOutcome::Timeout,
-            true,
-        );
-        assert_eq!(
-            verdict(&r),
-            Verdict::Violated,
-            "a connection that then hangs still counts"
-        );
-        let mut r = result(
-            List::Allow,
-            Kind::Policy,
-            "http://127.0.0.1:9/",
-            NetOutcome::Reachable,
-            true,
-        );
-        r.http_status = Some(200);
-        assert_eq!(verdict(&r), Verdict::Holds);
-        r.http_status = Some(503);
-        assert_eq!(verdict(&r), Verdict::Violated);
-        let r = result(
-            List::Allow,
-            Kind::Policy,
-            "tcp://127.0.0.1:9",
-            NetOutcome::NotAttempted,
-            false,
-        );
-        assert_eq!(verdict(&r), Verdict::Unknown);
-        let mut r = result(
-            List::Deny,
-            Kind::BrowserDebug,
-            "http://127.0.0.1:9222/json/version",
-            NetOutcome::Reachable,
-            true,
-        );
-        r.answered = Some(false);
-        assert_eq!(verdict(&r), Verdict::Holds, "not DevTools");
+        use List::{Allow, Deny};
+        use NetOutcome::{NotAttempted, Reachable, Refused, Timeout};
+        // (list, kind, destination, outcome, connected, HTTP status,
+        // answered as the service, the verdict, why)
+        let cases = [
+            (
+                Deny,
+                Kind::Policy,
+                "tcp://127.0.0.1:9",
+                Refused,
+                false,
+                None,
+                None,
+                Verdict::Holds,
+                "refused",
+            ),
+            (
+                Deny,
+                Kind::Policy,
+                "tcp://127.0.0.1:9",
+                Reachable,
+                true,
+                None,
+                None,
+                Verdict::Violated,
+                "reached",
+            ),
+            (
+                Deny,
+                Kind::Policy,
+                "http://127.0.0.1:9/",
+                Timeout,
+                true,
+                None,
+                None,
+                Verdict::Violated,
+                "a connection that then hangs still counts",
+            ),
+            (
+                Allow,
+                Kind::Policy,
+                "http://127.0.0.1:9/",
+                Reachable,
+                true,
+                Some(200),
+                None,
+                Verdict::Holds,
+                "an answer",
+            ),
+            (
+                Allow,
+                Kind::Policy,
+                "http://127.0.0.1:9/",
+                Reachable,
+                true,
+                Some(503),
+                None,
+                Verdict::Violated,
+                "an error status",
+            ),
+            (
+                Allow,
+                Kind::Policy,
+                "tcp://127.0.0.1:9",
+                NotAttempted,
+                false,
+                None,
+                None,
+                Verdict::Unknown,
+                "not tried",
+            ),
+            (
+                Deny,
+                Kind::BrowserDebug,
+                "http://127.0.0.1:9222/json/version",
+                Reachable,
+                true,
+                None,
+                Some(false),
+                Verdict::Holds,
+                "not DevTools",
+            ),
+        ];
+        for (list, kind, dest, outcome, connected, status, answered, want, why) in cases {
+            let mut r = result(list, kind, dest, outcome, connected);
+            r.http_status = status;
+            r.answered = answered;
+            assert_eq!(verdict(&r), want, "{dest} {outcome:?}: {why}");
+        }
     }
 
     #[test]
@@ -1761,6 +1798,16 @@ mod tests {
         );
     }
 
+    /// A deny destination the proxy itself refused (403).
+    fn refused_by_proxy(dest: &str) -> DestResult {
+        proxied(
+            List::Deny,
+            dest,
+            NetOutcome::ProxyDenied,
+            said(Answer::Denied, 403, None),
+        )
+    }
+
     fn proxied(list: List, dest: &str, outcome: NetOutcome, said: Option<ProxySaid>) -> DestResult {
         let mut r = result(list, Kind::Policy, dest, outcome, false);
         r.proxy = Some("http://***@127.0.0.1:3128".into());
@@ -1817,33 +1864,30 @@ mod tests {
 
     #[test]
     fn a_proxy_that_forwards_a_deny_is_its_own_finding() {
-        let connect_fail = proxied(
-            List::Deny,
-            "http://127.0.0.1:9/",
-            NetOutcome::ProxyUpstreamFailure,
-            said(Answer::UpstreamFailure, 503, Some(false)),
-        );
-        let zero = proxied(
-            List::Deny,
-            "http://127.0.0.1:10/",
-            NetOutcome::ProxyUpstreamFailure,
-            said(Answer::UpstreamFailure, 502, Some(true)),
-        );
-        let denied = proxied(
-            List::Deny,
-            "http://127.0.0.1:11/",
-            NetOutcome::ProxyDenied,
-            said(Answer::Denied, 403, None),
-        );
-        let silent = proxied(
-            List::Deny,
-            "http://127.0.0.1:12/",
-            NetOutcome::ProxyNoAnswer,
-            None,
-        );
+        use NetOutcome::{ProxyNoAnswer, ProxyUpstreamFailure};
+        // An upstream connect failure (nothing delivered), a forwarded
+        // request (bytes delivered), a refusal, and no answer at all.
+        let failure = |code, delivered| said(Answer::UpstreamFailure, code, Some(delivered));
+        let mut destinations: Vec<DestResult> = [
+            (
+                "http://127.0.0.1:9/",
+                ProxyUpstreamFailure,
+                failure(503, false),
+            ),
+            (
+                "http://127.0.0.1:10/",
+                ProxyUpstreamFailure,
+                failure(502, true),
+            ),
+            ("http://127.0.0.1:12/", ProxyNoAnswer, None),
+        ]
+        .into_iter()
+        .map(|(dest, outcome, answer)| proxied(List::Deny, dest, outcome, answer))
+        .collect();
+        destinations.insert(2, refused_by_proxy("http://127.0.0.1:11/"));
         let facts = NetFacts {
             assessed: true,
-            destinations: vec![connect_fail, zero, denied, silent],
+            destinations,
             ..Default::default()
         };
         let f = evaluate(&facts);
@@ -1898,12 +1942,7 @@ mod tests {
         allow.connected = true;
         allow.http_status = Some(200);
         allow.contract = verdict(&allow);
-        let deny = proxied(
-            List::Deny,
-            "http://127.0.0.1:11/",
-            NetOutcome::ProxyDenied,
-            said(Answer::Denied, 403, None),
-        );
+        let deny = refused_by_proxy("http://127.0.0.1:11/");
         let direct = result(
             List::Deny,
             Kind::Policy,

@@ -1385,6 +1385,10 @@ mod tests {
             ("ALL, !vscode ALL=(ALL) NOPASSWD: ALL\n", false),
             ("alice ALL=(ALL) NOPASSWD: ALL\n", false),
             ("vscode ALL=(postgres) NOPASSWD: ALL\n", false),
+            // Run-as root by uid (sudoers(5): "#uid"), and another uid.
+            ("vscode ALL=(#0) NOPASSWD: ALL\n", true),
+            ("vscode ALL=(#0 : ALL) NOPASSWD: /usr/bin/apt\n", true),
+            ("vscode ALL=(#1000) NOPASSWD: ALL\n", false),
             (
                 "vscode ALL=(root) NOPASSWD: /usr/bin/apt, PASSWD: ALL\n",
                 true,

@@ -84,6 +84,10 @@ pub struct SocketFacts {
     pub walk_truncated: Vec<String>,
     /// Entries the search for sockets looked at under each host mount.
     pub walks: Vec<SocketWalk>,
+    /// Paths looked at for a socket (the catalog's, the environment's,
+    /// those in host mounts), there or not: what "none answered" rests on.
+    #[serde(skip)]
+    pub tried: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -302,6 +306,7 @@ pub fn collect(host: &Host, mounts: Option<&MountFacts>, deadline: Instant) -> S
             }
         }
     }
+    facts.tried = cands.len();
     let mut seen = BTreeSet::new();
     for c in cands {
         let real = host.path(&c.path);

@@ -37,6 +37,10 @@ pub struct Canary {
     pub host_path: String,
     pub class: String,
     pub tool_version: String,
+    /// The verifier's challenge (`--nonce`), when the plant was given one:
+    /// `selfprobe teardown` matches a canary to the inspection that planted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<String>,
     /// Ed25519 over the canary's JSON without this field: a canary cannot be
     /// edited (say, to blame another run) without the signature failing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -232,39 +236,17 @@ fn search(host: &Host, d: &Path, max: usize, f: &mut TeardownFacts) {
     }
 }
 
+/// A finding on a path, which its evidence names too.
+fn at_path(code: &str, path: &str, msg: String) -> Finding {
+    Finding::new(code, path, msg).with("path", path)
+}
+
 pub fn evaluate(f: &TeardownFacts, run_id: &str) -> Vec<Finding> {
-    let mut out = Vec::new();
-    for found in &f.canaries {
-        match &found.canary {
-            Some(c) if c.run_id != run_id => out.push(
-                Finding::new(
-                    "teardown.canary-survived",
-                    &found.path,
-                    format!(
-                        "a canary planted by run {} at {} in {} is still here: state from that run survived its teardown",
-                        c.run_id, c.planted_at, c.location
-                    ),
-                )
-                .with("path", found.path.clone())
-                .with("canary_run_id", c.run_id.clone())
-                .with("planted_at", c.planted_at.clone())
-                .with("planted_in", c.location.clone())
-                .with("planted_host_path", c.host_path.clone())
-                .with("signature", c.signature_state())
-                .with("keyid", c.signature.as_ref().map(|s| s.keyid.clone())),
-            ),
-            Some(_) => {}
-            None => out.push(
-                Finding::new(
-                    "teardown.canary-survived",
-                    &found.path,
-                    format!("{} is named like a selfprobe canary but could not be read as one", found.path),
-                )
-                .with("path", found.path.clone())
-                .with("error", found.error.clone()),
-            ),
-        }
-    }
+    let mut out: Vec<Finding> = f
+        .canaries
+        .iter()
+        .filter_map(|found| survived(found, run_id))
+        .collect();
     for d in &f.truncated {
         out.push(
             Finding::new(
@@ -279,16 +261,13 @@ pub fn evaluate(f: &TeardownFacts, run_id: &str) -> Vec<Finding> {
         );
     }
     for l in f.persistent.iter().filter(|l| l.writable && !l.allowed) {
+        let what = format!("{} ({} {})", l.path, l.class, l.host_path);
         out.push(
-            Finding::new(
+            at_path(
                 "teardown.persistent-writable",
                 &l.path,
-                format!(
-                    "{} ({} {}) is writable and outlives the workspace",
-                    l.path, l.class, l.host_path
-                ),
+                format!("{what} is writable and outlives the workspace"),
             )
-            .with("path", l.path.clone())
             .with("host_path", l.host_path.clone())
             .with("class", l.class),
         );
@@ -296,11 +275,46 @@ pub fn evaluate(f: &TeardownFacts, run_id: &str) -> Vec<Finding> {
     out
 }
 
+/// teardown.canary-survived for a canary of another run, or for a file
+/// named like one that could not be read as one; None for this run's own.
+fn survived(found: &Found, run_id: &str) -> Option<Finding> {
+    let code = "teardown.canary-survived";
+    let Some(c) = &found.canary else {
+        let msg = format!(
+            "{} is named like a selfprobe canary but could not be read as one",
+            found.path
+        );
+        return Some(at_path(code, &found.path, msg).with("error", found.error.clone()));
+    };
+    (c.run_id != run_id).then(|| {
+        let msg = format!(
+            "a canary planted by run {} at {} in {} is still here: state from that run survived its teardown",
+            c.run_id, c.planted_at, c.location
+        );
+        at_path(code, &found.path, msg)
+            .with("canary_run_id", c.run_id.clone())
+            .with("planted_at", c.planted_at.clone())
+            .with("planted_in", c.location.clone())
+            .with("planted_host_path", c.host_path.clone())
+            .with("signature", c.signature_state())
+            .with("keyid", c.signature.as_ref().map(|s| s.keyid.clone()))
+    })
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Planted {
     pub location: String,
     pub path: Option<String>,
     pub error: Option<String>,
+}
+
+/// What a plant is asked to do beyond its defaults.
+#[derive(Debug, Clone, Default)]
+pub struct PlantOptions {
+    /// Plant only in these locations (`--only-in`); empty: in every one.
+    pub only_in: Vec<PathBuf>,
+    /// Recorded in each canary (`--nonce`).
+    pub nonce: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -342,6 +356,7 @@ pub fn plant(
     run_id: &str,
     cleanup: &Arc<Cleanup>,
     signer: &Signer,
+    opts: &PlantOptions,
 ) -> PlantReport {
     let planted_at = rfc3339(std::time::SystemTime::now());
     let mut rep = PlantReport {
@@ -379,7 +394,27 @@ pub fn plant(
         }
     }
     let mut jobs = Vec::new();
-    for l in persistent_locations(mounts) {
+    let locations = persistent_locations(mounts);
+    for want in &opts.only_in {
+        if !locations
+            .iter()
+            .any(|l| Path::new(&l.path) == want.as_path())
+        {
+            rep.skipped.push(skip(
+                &want.to_string_lossy(),
+                "not a host path or volume (of those, --only-in names where to plant)",
+            ));
+        }
+    }
+    for l in locations {
+        if !opts.only_in.is_empty()
+            && !opts
+                .only_in
+                .iter()
+                .any(|w| w.as_path() == Path::new(&l.path))
+        {
+            continue;
+        }
         if cwd.as_ref().is_some_and(|d| d.starts_with(&l.path)) {
             rep.skipped.push(skip(&l.path, "holds the working directory, probably the workspace (pass --workspace to say which it is)"));
             continue;
@@ -393,6 +428,7 @@ pub fn plant(
             host_path: l.host_path.clone(),
             class: l.class.to_string(),
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            nonce: opts.nonce.clone(),
         };
         canary.sign(signer);
         let body = match serde_json::to_vec_pretty(&canary) {

@@ -2,9 +2,11 @@
 //! The data they render is src/model.rs.
 
 pub mod catalog;
+pub mod inspect;
 pub mod json;
 pub mod junit;
 pub mod plant;
+pub mod registry;
 pub mod sarif;
 pub mod text;
 pub mod verify;

@@ -9,7 +9,7 @@ use crate::model::Report;
 pub const SARIF_SCHEMA: &str =
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
 
-fn level(s: Severity) -> &'static str {
+pub fn level(s: Severity) -> &'static str {
     match s {
         Severity::Critical | Severity::High => "error",
         Severity::Medium => "warning",
@@ -18,7 +18,7 @@ fn level(s: Severity) -> &'static str {
 }
 
 /// GitHub code scanning ranks security results by this 0.0-10.0 score.
-fn security_severity(s: Severity) -> &'static str {
+pub fn security_severity(s: Severity) -> &'static str {
     match s {
         Severity::Critical => "9.5",
         Severity::High => "8.0",
@@ -56,72 +56,83 @@ fn rule_name(code: &str) -> String {
 
 fn result(f: &Finding) -> Value {
     let rule_index = catalog().iter().position(|c| c.code == f.code);
+    result_json(&serde_json::to_value(f).unwrap_or_default(), rule_index)
+}
+
+/// One SARIF result from a finding in its JSON form (the report's
+/// `findings[]`), so `selfprobe summary` renders findings read back from
+/// reports exactly as the run does. `rule_index` is the rule's position in
+/// the run's `rules`.
+pub fn result_json(f: &Value, rule_index: Option<usize>) -> Value {
+    let text = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("");
+    let severity: Severity = text("severity").parse().unwrap_or(Severity::Info);
     let mut r = json!({
-        "ruleId": f.code,
-        "level": level(f.severity),
-        "message": { "text": f.message },
-        "partialFingerprints": { "selfprobeFindingId/v1": f.id },
+        "ruleId": text("code"),
+        "level": level(severity),
+        "message": { "text": text("message") },
+        "partialFingerprints": { "selfprobeFindingId/v1": text("id") },
         "properties": {
-            "subject": f.subject,
-            "severity": f.severity,
-            "status": f.status,
-            "phase": f.phase,
-            "control": f.control,
-            "evidence": f.evidence,
-            "security-severity": security_severity(f.severity),
+            "subject": text("subject"),
+            "severity": f.get("severity").cloned().unwrap_or(Value::Null),
+            "status": f.get("status").cloned().unwrap_or(Value::Null),
+            "phase": f.get("phase").cloned().unwrap_or(Value::Null),
+            "control": f.get("control").cloned().unwrap_or(Value::Null),
+            "evidence": f.get("evidence").cloned().unwrap_or_else(|| json!({})),
+            "security-severity": security_severity(severity),
         },
     });
     if let Some(i) = rule_index {
         r["ruleIndex"] = json!(i);
     }
-    if f.status == Status::Unknown {
+    if text("status") == Status::Unknown.as_str() {
         // Could not check: a review item, never a pass; SARIF requires
         // level "none" for any kind but "fail".
         r["kind"] = json!("review");
         r["level"] = json!("none");
     }
+    let subject = text("subject");
     let path = f
-        .evidence
-        .get("path")
+        .pointer("/evidence/path")
         .and_then(Value::as_str)
         .map(str::to_string)
-        .or_else(|| f.subject.starts_with('/').then(|| f.subject.clone()));
+        .or_else(|| subject.starts_with('/').then(|| subject.to_string()));
     if let Some(p) = path {
         r["locations"] = json!([{
             "physicalLocation": { "artifactLocation": { "uri": file_uri(&p) } },
             "message": { "text": p },
         }]);
     }
-    if let Some(ex) = &f.exception {
+    if let Some(ex) = f.get("exception").filter(|e| e.is_object()) {
+        let t = |k: &str| ex.get(k).and_then(Value::as_str).unwrap_or("");
         r["suppressions"] = json!([{
             "kind": "external",
             "status": "accepted",
-            "justification": format!("owner {}, expires {}: {}", ex.owner, ex.expires, ex.reason),
+            "justification": format!("owner {}, expires {}: {}", t("owner"), t("expires"), t("reason")),
         }]);
     }
     r
 }
 
+/// The SARIF rule of a finding code.
+pub fn rule(c: &crate::finding::CodeInfo) -> Value {
+    json!({
+        "id": c.code,
+        "name": rule_name(&c.code),
+        "shortDescription": { "text": c.title },
+        "fullDescription": { "text": c.explain },
+        "help": { "text": format!("{}\n\nRemediation: {}", c.explain, c.remediation) },
+        "defaultConfiguration": { "level": level(c.severity) },
+        "properties": {
+            "security-severity": security_severity(c.severity),
+            "tags": ["security", format!("phase-{}", c.phase), c.control.clone()],
+            "phase": c.phase,
+            "control": c.control,
+        },
+    })
+}
+
 pub fn render(report: &Report) -> String {
-    let rules: Vec<Value> = catalog()
-        .iter()
-        .map(|c| {
-            json!({
-                "id": c.code,
-                "name": rule_name(&c.code),
-                "shortDescription": { "text": c.title },
-                "fullDescription": { "text": c.explain },
-                "help": { "text": format!("{}\n\nRemediation: {}", c.explain, c.remediation) },
-                "defaultConfiguration": { "level": level(c.severity) },
-                "properties": {
-                    "security-severity": security_severity(c.severity),
-                    "tags": ["security", format!("phase-{}", c.phase), c.control.clone()],
-                    "phase": c.phase,
-                    "control": c.control,
-                },
-            })
-        })
-        .collect();
+    let rules: Vec<Value> = catalog().iter().map(rule).collect();
     let notifications: Vec<Value> = report
         .probes
         .iter()

@@ -82,25 +82,49 @@ impl Request<'_> {
     /// caller's headers, and an empty body's length where the method has a
     /// body.
     pub fn to_bytes(&self) -> Vec<u8> {
+        self.head(None)
+    }
+
+    /// The head of a request that carries `body`, then the body: its
+    /// Content-Length is the body's. (The registry client uploads blobs
+    /// and manifests; the probes send no bodies.)
+    pub fn with_body(&self, body: &[u8]) -> Vec<u8> {
+        let mut msg = self.head(Some(body.len()));
+        msg.extend_from_slice(body);
+        msg
+    }
+
+    /// A caller's own Accept replaces the default `*/*` (a registry picks
+    /// the manifest format it serves by it).
+    fn head(&self, body: Option<usize>) -> Vec<u8> {
         let version = match self.version {
             Version::Http10 => "HTTP/1.0",
             Version::Http11 => "HTTP/1.1",
         };
         let mut msg = format!(
-            "{} {} {version}\r\nHost: {}\r\nUser-Agent: selfprobe/{}\r\nAccept: */*\r\n",
+            "{} {} {version}\r\nHost: {}\r\nUser-Agent: selfprobe/{}\r\n",
             self.method,
             self.target,
             self.host,
             env!("CARGO_PKG_VERSION")
         );
+        if !self
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("accept"))
+        {
+            msg.push_str("Accept: */*\r\n");
+        }
         if self.version == Version::Http11 && self.method != "CONNECT" {
             msg.push_str("Connection: close\r\n");
         }
         for (k, v) in self.headers {
             msg.push_str(&format!("{k}: {v}\r\n"));
         }
-        if matches!(self.method, "PUT" | "POST") {
-            msg.push_str("Content-Length: 0\r\n");
+        match body {
+            Some(n) => msg.push_str(&format!("Content-Length: {n}\r\n")),
+            None if matches!(self.method, "PUT" | "POST") => msg.push_str("Content-Length: 0\r\n"),
+            None => {}
         }
         msg.push_str("\r\n");
         msg.into_bytes()
@@ -274,8 +298,29 @@ pub fn exchange<S: Timed>(
 }
 
 pub fn send<S: Timed>(s: &mut S, req: &Request, deadline: Instant) -> io::Result<()> {
+    write_bounded(s, &req.to_bytes(), deadline)
+}
+
+/// [`exchange`] for a request with a body.
+pub fn exchange_body<S: Timed>(
+    s: &mut S,
+    req: &Request,
+    body: &[u8],
+    max_body: usize,
+    deadline: Instant,
+) -> io::Result<Response> {
+    write_bounded(s, &req.with_body(body), deadline)?;
+    receive(s, req.method, max_body, deadline)
+}
+
+/// Writes `bytes` in pieces, each bounded by the time left, so a large body
+/// to a peer that stops reading ends at the deadline.
+fn write_bounded<S: Timed>(s: &mut S, bytes: &[u8], deadline: Instant) -> io::Result<()> {
+    for piece in bytes.chunks(64 * 1024) {
+        s.arm(deadline)?;
+        s.write_all(piece)?;
+    }
     s.arm(deadline)?;
-    s.write_all(&req.to_bytes())?;
     s.flush()
 }
 
@@ -690,6 +735,20 @@ mod tests {
         assert!(String::from_utf8(post.to_bytes())
             .unwrap()
             .ends_with("Content-Length: 0\r\n\r\n"));
+        // A body, and the caller's Accept in place of the default.
+        let accept = vec![(
+            "Accept".to_string(),
+            "application/vnd.oci.image.index.v1+json".to_string(),
+        )];
+        let put = Request {
+            method: "PUT",
+            ..get("/v2/a/manifests/t", "h", &accept)
+        };
+        let sent = String::from_utf8(put.with_body(b"{}")).unwrap();
+        assert!(!sent.contains("*/*"), "{sent}");
+        assert_eq!(sent.matches("Accept:").count(), 1, "{sent}");
+        assert!(sent.ends_with("Content-Length: 2\r\n\r\n{}"), "{sent}");
+        assert_eq!(sent.matches("Content-Length").count(), 1, "{sent}");
     }
 
     #[test]

@@ -16,5 +16,7 @@ pub mod sanitize;
 pub mod socket;
 pub mod sort;
 pub mod text;
+pub mod tls;
 pub mod walk;
 pub mod workers;
+pub mod x509;

@@ -17,3 +17,76 @@ pub fn wrap(text: &str, width: usize) -> String {
     }
     out
 }
+
+/// Initialisms said letter by letter when they start a word ("an SSH key",
+/// "an MCP server"); lower case, as they stand in kind names.
+const SPELLED: &[&str] = &[
+    "ssh", "ssl", "sftp", "smtp", "smb", "sql", "mcp", "lsm", "html", "http", "https", "nfs",
+    "rsa", "fbi", "gpg", "url", "uid", "usb", "xml", "oci", "jwt", "pat", "tls",
+];
+
+/// "a" or "an" for `word`, by how it is said: vowel letters say "an" but
+/// for a "you" or "won" sound (unique, user, one), an initialism goes by
+/// its first letter's name (an SSH, a URL), and a silent h says "an".
+pub fn article(word: &str) -> &'static str {
+    let first: String = word
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .find(|w| !w.is_empty())
+        .unwrap_or("")
+        .to_string();
+    let lower = first.to_ascii_lowercase();
+    let spelled = SPELLED.contains(&lower.as_str())
+        || (first.len() > 1 && first.chars().all(|c| c.is_ascii_uppercase()));
+    let vowel_sound = if spelled {
+        // a e f h i l m n o r s x: letter names that start with a vowel sound.
+        lower.starts_with(['a', 'e', 'f', 'h', 'i', 'l', 'm', 'n', 'o', 'r', 's', 'x'])
+    } else if ["uni", "use", "usu", "uti", "one", "once", "eu"]
+        .iter()
+        .any(|p| lower.starts_with(p))
+    {
+        false
+    } else if ["hour", "honest", "heir"]
+        .iter()
+        .any(|p| lower.starts_with(p))
+    {
+        true
+    } else {
+        lower.starts_with(['a', 'e', 'i', 'o', 'u'])
+    };
+    if vowel_sound {
+        "an"
+    } else {
+        "a"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn articles_by_sound() {
+        for (w, a) in [
+            ("other", "an"),
+            ("unrecognised", "an"),
+            ("inline-shell", "an"),
+            ("os-keystore", "an"),
+            ("store", "a"),
+            ("cache", "a"),
+            ("ssh-askpass", "an"),
+            ("SSH", "an"),
+            ("MCP", "an"),
+            ("URL", "a"),
+            ("user", "a"),
+            ("unique", "a"),
+            ("one", "a"),
+            ("hour", "an"),
+            ("host", "a"),
+            ("vscode-git-ipc", "a"),
+            ("gh", "a"),
+            ("", "a"),
+        ] {
+            assert_eq!(article(w), a, "{w}");
+        }
+    }
+}

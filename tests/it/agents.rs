@@ -696,7 +696,11 @@ fn mcp_tree(name: &str, c: &mut Canaries) -> Fixture {
         &ws,
         ".cursor/mcp.json",
         &json!({"mcpServers": {"linear": {"url": "https://mcp.linear.app/sse",
-            "headers": {"Authorization": format!("Bearer {}", c.add("cursor bearer", 40))}}}})
+            "headers": {"Authorization": format!("Bearer {}", c.add("cursor bearer", 40))}},
+            // A token as the argument after its flag: only the flag's name
+            // says it is one (the value has no known prefix).
+            "notion": {"command": "npx",
+                "args": ["-y", "@notionhq/notion-mcp-server", "--token", c.add("cursor flag token", 32)]}}})
         .to_string(),
     );
     let home = fx.path("home/dev");
@@ -788,6 +792,11 @@ fn mcp_servers_are_listed_by_name_and_never_by_value() {
         "https://search.example.com/mcp?key=<redacted>"
     );
     server("/workspace/.cursor/mcp.json", "linear");
+    let notion = server("/workspace/.cursor/mcp.json", "notion");
+    assert_eq!(
+        notion["args"],
+        json!(["-y", "@notionhq/notion-mcp-server", "--token", "<redacted>"])
+    );
     let user_gh = server("/home/dev/.claude.json", "github");
     assert_eq!(user_gh["command"], "docker");
     let pg = server("/home/dev/.claude.json", "postgres");
@@ -820,6 +829,7 @@ fn mcp_servers_are_listed_by_name_and_never_by_value() {
         ("/workspace/.vscode/mcp.json playwright", "arg 1"),
         ("/workspace/.vscode/mcp.json search", "url query key"),
         ("/workspace/.cursor/mcp.json linear", "header Authorization"),
+        ("/workspace/.cursor/mcp.json notion", "arg 3"),
         ("/home/dev/.claude.json [/workspace] postgres", "arg 2"),
         (
             "/home/dev/.codex/config.toml context7",

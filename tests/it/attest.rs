@@ -711,6 +711,33 @@ fn verify_names_each_tampering() {
     // Not an envelope at all.
     let junk = write(&t, "junk.json", "{\"hello\": 1}");
     fails(&["--pubkey", &pk, &junk], "not a DSSE envelope");
+    // Made by another binary than the one the verifier ran: the right key,
+    // nonce and signature do not make it this binary's report.
+    let other_bin = "ab".repeat(32);
+    fails(
+        &["--pubkey", &pk, "--binary-sha256", &other_bin, a],
+        &format!(
+            "binary: tool.sha256 is \"{}\", expected {other_bin}",
+            hex(&Sha256::digest(fs::read(BIN).unwrap()))
+        ),
+    );
+    // The binary that ran, in sha256sum's form or with the sha256: prefix.
+    let bin_sha = hex(&Sha256::digest(fs::read(BIN).unwrap()));
+    for given in [
+        bin_sha.clone(),
+        format!("sha256:{}", bin_sha.to_uppercase()),
+    ] {
+        let o = verify(&["--pubkey", &pk, "--binary-sha256", &given, a]);
+        assert_eq!(o.status.code(), Some(0), "{given}: {}", text(&o));
+        assert!(
+            text(&o).contains("tool.sha256 is the expected binary"),
+            "{}",
+            text(&o)
+        );
+    }
+    let o = verify(&["--pubkey", &pk, "--binary-sha256", "abc", a]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("64 hexadecimal digits"), "{}", text(&o));
 }
 
 #[test]

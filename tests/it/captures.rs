@@ -30,7 +30,7 @@ fn capture(name: &str) -> String {
 /// A container tree whose mountinfo is the capture, with a regular file or a
 /// directory at every mount point the capture's container would have, so
 /// that a misclassified engine file shows as writable host data.
-fn tree(name: &str) -> Fixture {
+pub(crate) fn tree(name: &str) -> Fixture {
     let text = capture(name);
     let f = Fixture::container(name, &text, &data("plain.status"));
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -714,4 +714,157 @@ fn container_roots_through_a_host_path_and_a_dinds_own() {
         "/var/lib/docker/overlay2/9f1e/merged"
     ));
     assert!(!r.has("mount.unexpected", "/var/lib/docker/overlay2/9f1e/merged"));
+}
+
+// ---------------------------------------------------------------------------
+// Sysbox, systemd-nspawn, and a machine's own table
+
+#[test]
+fn sysbox_engine_files_through_shiftfs_and_sysbox_fs() {
+    let name = "sysbox-shiftfs";
+    let f = tree(name);
+    // Reconstructed from the capture's tmpfs uid=231072 (see its SOURCE).
+    f.file("proc/self/uid_map", "         0     231072      65536\n");
+    let r = f.run(&[]);
+    no_line_lost(&r, name);
+    let b = &r.json["inventory"]["boundary"];
+    assert_eq!(
+        (&b["kind"], &b["engine"], &b["runtime"], &b["rootless"]),
+        (
+            &"container".into(),
+            &"docker".into(),
+            &"sysbox-runc".into(),
+            &true.into()
+        ),
+        "{b:#}"
+    );
+    assert!(
+        b["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["field"] == "runtime" && e["seen"].as_str().unwrap().contains("sysboxfs")),
+        "{b:#}"
+    );
+    // Docker's files, shifted from /var/lib/docker/containers/<id>: field 4
+    // ("/hosts") joined to the shiftfs source.
+    for mp in ["/etc/hosts", "/etc/hostname", "/etc/resolv.conf"] {
+        assert_eq!(managed_by(&r, mp), "docker", "{mp}");
+        assert!(entry(&r, mp)["root"]
+            .as_str()
+            .unwrap()
+            .starts_with("/var/lib/docker/containers/acbc2a6670e6"));
+        not_host_data(&r, mp);
+    }
+    assert_eq!(
+        r.json["inventory"]["mounts"]["engine"]["container_id"],
+        "acbc2a6670e672cbaf39897aaaabce7f245a8c09a27458173e8a9b99c28ac6ae"
+    );
+    // sysbox-fs over /proc and /sys: the container's own emulated files.
+    for mp in [
+        "/proc/sys",
+        "/proc/swaps",
+        "/proc/uptime",
+        "/sys/module/nf_conntrack/parameters/hashsize",
+    ] {
+        assert_eq!(managed_by(&r, mp), "sysbox", "{mp}");
+        not_host_data(&r, mp);
+    }
+    // The inner engines' state: sysbox-mgr's, one directory per container.
+    for mp in ["/var/lib/docker", "/var/lib/kubelet", "/var/lib/containerd"] {
+        assert_eq!(managed_by(&r, mp), "sysbox", "{mp}");
+        not_host_data(&r, mp);
+    }
+    assert_eq!(class(&r, "/"), "root-fs");
+    r.assert_absent(&[
+        "mount.host-procfs",
+        "mount.host-tmpfs",
+        "write.host-path",
+        "teardown.persistent-writable",
+        "priv.root-without-userns",
+    ]);
+    // The host's kernel headers are host files, read-only, named by the
+    // host path shiftfs marks, not by its "/".
+    let h = r.find(
+        "mount.unexpected",
+        "/usr/src/linux-headers-5.0.0-38-generic",
+    );
+    assert_eq!(
+        h["evidence"]["host_path"],
+        "/usr/src/linux-headers-5.0.0-38-generic"
+    );
+    assert_eq!(h["evidence"]["read_only"], true);
+    assert!(!r.stdout.contains("host path (/)"), "no shiftfs mark is /");
+}
+
+#[test]
+fn systemd_nspawn_propagation_directory() {
+    let name = "systemd-nspawn";
+    let r = tree(name).run(&[]);
+    no_line_lost(&r, name);
+    let mp = "/run/systemd/nspawn/incoming";
+    assert_eq!(managed_by(&r, mp), "systemd-nspawn");
+    not_host_data(&r, mp);
+    let b = &r.json["inventory"]["boundary"];
+    assert_eq!(b["engine"], "systemd-nspawn", "{b:#}");
+    assert_eq!(b["runtime"], "systemd-nspawn", "{b:#}");
+    r.assert_absent(&["mount.unexpected", "write.host-path", "mount.host-tmpfs"]);
+}
+
+/// A tree that is a mount table and nothing else: no /proc/self/ns links,
+/// no status, no PID 1; a directory at every mount point.
+pub(crate) fn table_only(name: &str) -> Fixture {
+    let text = capture(name);
+    let f = Fixture::bare(name);
+    f.file("proc/self/mountinfo", &text);
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let mp = line.split(' ').nth(4).unwrap().trim_start_matches('/');
+        if !mp.is_empty() && !mp.starts_with("proc") && !mp.starts_with("sys") {
+            f.dir(mp);
+        }
+    }
+    f
+}
+
+#[test]
+fn a_machines_own_table_alone_is_unknown_and_its_run_its_own() {
+    let name = "host-docker-netns";
+    let r = table_only(name).run(&[]);
+    no_line_lost(&r, name);
+    let b = &r.json["inventory"]["boundary"];
+    assert_eq!(b["kind"], "unknown", "no evidence decides it: {b:#}");
+    assert_eq!(b["engine"], "unknown");
+    assert_eq!(b["runtime"], "unknown");
+    let i = r.find("probe.incomplete", "boundary");
+    assert_eq!(i["status"], "unknown");
+    // The machine's /run, with its containers' namespaces bound below it
+    // (the tree holds run/docker and run/user as the table says).
+    assert_eq!(class(&r, "/run"), "tmpfs");
+    let netns = mounts(&r).iter().filter(|m| m["fstype"] == "nsfs").count();
+    assert_eq!(netns, 5);
+    for code in [
+        "mount.host-tmpfs",
+        "write.host-path",
+        "teardown.persistent-writable",
+    ] {
+        assert!(!r.has(code, "/run"), "{code} /run: {:#?}", r.pairs());
+    }
+    r.assert_absent(&["mount.host-tmpfs", "mount.container-rootfs"]);
+    // lxcfs' own mount is no engine file of a container.
+    assert_eq!(class(&r, "/var/lib/lxcfs"), "pseudo");
+
+    // The same /run inside a Docker container (-v /run:/run): the engine's
+    // files say it is a container, and that /run is the host's.
+    let mut text = capture("docker-rootful");
+    text.push_str(
+        "900 608 0:24 / /run rw,nosuid,noexec,relatime - tmpfs tmpfs rw,size=100884k,mode=755\n",
+    );
+    text.push_str("901 900 0:3 net:[4026531993] /run/docker/netns/default rw - nsfs nsfs rw\n");
+    let c = Fixture::container("hostrun-in", &text, &data("plain.status"));
+    for d in ["run/docker/netns/default", "run/user/0", "run/systemd"] {
+        c.dir(d);
+    }
+    let r = c.run(&[]);
+    assert_eq!(class(&r, "/run"), "host-tmpfs");
+    assert!(r.has("mount.host-tmpfs", "/run"), "{:#?}", r.pairs());
 }

@@ -282,15 +282,15 @@ fn output_file_in_a_directory_that_refuses_new_files_is_written_in_place() {
 }
 
 #[test]
-fn readme_table_lists_every_code_as_the_catalog_does() {
-    let readme = include_str!("../../README.md");
+fn docs_table_lists_every_code_as_the_catalog_does() {
+    let readme = include_str!("../../docs/checks.md");
     let rows: Vec<Vec<&str>> = readme
         .lines()
         .filter(|l| l.starts_with("| `"))
         .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
         .collect();
     let cat = selfprobe::finding::catalog();
-    assert_eq!(rows.len(), cat.len(), "one README row per code");
+    assert_eq!(rows.len(), cat.len(), "one docs/checks.md row per code");
     for (row, c) in rows.iter().zip(cat) {
         assert_eq!(row[0], format!("`{}`", c.code));
         assert_eq!(row[1], c.severity.as_str(), "{}", c.code);

@@ -9,41 +9,11 @@
 //! build took here (cargo build --timings, 2 cores), for this one test.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::formats::{sarif_validate, venv_python};
 use crate::common::podman::*;
 use serde_json::Value;
-
-/// The venv `.ci/run` makes, when `module` imports in it.
-fn venv_python(module: &str) -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/venv/bin/python");
-    let ok = Command::new(&p)
-        .args(["-c", &format!("import {module}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok.then_some(p)
-}
-
-/// tests/data/sarif_validate.py over the files: (exit code, what it printed).
-fn sarif_validate(py: &Path, files: &[&Path]) -> (i32, String) {
-    let out = Command::new(py)
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/data/sarif_validate.py"
-        ))
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/data/sarif-2.1.0.json"
-        ))
-        .args(files)
-        .output()
-        .expect("run tests/data/sarif_validate.py");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
-    )
-}
 
 fn run_raw(img: &str, flags: &[&str], args: &[&str]) -> (i32, String) {
     let name = unique("fmt");

@@ -3,7 +3,9 @@
 //! files (an ssh-keygen key among them), a real ssh-agent whose socket is
 //! mounted, a service-account JWT valid for a year and a shell history with
 //! a token. Every case runs selfprobe in every format and searches JSON,
-//! text, SARIF, JUnit and stderr for every canary; the clean container reports none of it.
+//! text, SARIF, JUnit and stderr for every canary, and what `selfprobe diff`
+//! and `selfprobe summary` print about the report in each of theirs; the
+//! clean container reports none of it.
 //!
 //! Needs what tests/containers.rs needs, plus openssh-client (ssh-keygen,
 //! ssh-agent, ssh-add) for the key and agent cases. Network rule: nothing
@@ -70,6 +72,8 @@ fn probe_all(img: &str, flags: &[&str], args: &[&str]) -> (Run, Vec<(String, Str
         outs.push((format.to_string(), out.stdout));
         outs.push((format!("{format} stderr"), out.stderr));
     }
+    // And what the host-side commands print about the report.
+    outs.extend(crate::common::fleet::host_side_outputs(&r.json));
     (r, outs)
 }
 

@@ -270,3 +270,41 @@ fn no_import_cycle_between_top_level_modules() {
         panic!("top-level modules import each other in a loop: {c}");
     }
 }
+
+/// The host-side comparison (src/compare: diff and summary) is never
+/// needed inside a workspace: no probe, fact, renderer of the run or the
+/// scorecard names it (DESIGN.md §7).
+#[test]
+fn nothing_the_run_uses_imports_the_host_side_comparison() {
+    let files = sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    let inside = [
+        "probe",
+        "facts",
+        "report",
+        "scorecard",
+        "evaluate",
+        "run",
+        "host",
+    ];
+    let mut bad = Vec::new();
+    for (m, text) in &files {
+        if m.first().is_none_or(|t| !inside.contains(&t.as_str())) {
+            continue;
+        }
+        for r in references(m, text) {
+            if r.first().is_some_and(|t| t == "compare") {
+                bad.push(format!("{} -> {}", m.join("::"), r.join("::")));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    let planted = planted(&[("facts::x", "use crate::compare::diff::Diff;\n")]);
+    assert_eq!(
+        references(&planted[0].0, &planted[0].1).into_iter().next(),
+        Some(vec![
+            "compare".to_string(),
+            "diff".to_string(),
+            "Diff".to_string()
+        ])
+    );
+}

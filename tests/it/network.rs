@@ -400,9 +400,19 @@ fn a_drop_rule_in_a_namespace_of_our_own_is_a_timeout() {
     let d = r.dest("tcp://127.0.0.1:7001");
     assert_eq!(d["outcome"], "timeout", "{d:#}");
     assert_eq!(d["contract"], "holds");
+    // The promise: it waits its whole second (never gives up early), and
+    // the probe ends inside its own budget (the longest timeout and the
+    // runner's margin) instead of being cut. How far past 1 s the answer
+    // came is the machine's load, not the code: that figure is a
+    // benchmark's (bench/network.sh).
     let ms = d["latency_ms"].as_f64().unwrap();
-    assert!((950.0..2000.0).contains(&ms), "a 1 s timeout took {ms} ms");
+    assert!(ms >= 950.0, "a 1 s timeout gave up after {ms} ms");
     assert_eq!(d["timeout_ms"], 1000);
+    assert_eq!(
+        r.probe("network").unwrap()["status"],
+        "ok",
+        "cut by its budget"
+    );
     // Not dropped: refused at once, in the same namespace.
     assert_eq!(r.dest("tcp://127.0.0.1:7003")["outcome"], "refused");
     let a = r.dest("http://127.0.0.1:7002/");
@@ -465,8 +475,21 @@ fn a_hundred_timeouts_of_1s_finish_the_phase_in_under_2s() {
         r.wall.as_secs_f64() * 1000.0
     );
     assert!(phase >= 1000.0, "each waited its full second: {phase}");
-    assert!(phase < 2000.0, "the phase took {phase} ms");
-    assert!(record < 2000.0, "the probe took {record} ms");
+    // Side by side, not one after another: the probe ended inside its
+    // budget (1 s and the runner's 0.7 s margin; 100 in a row would take
+    // 100 s) rather than being cut by it. The figures above are the
+    // benchmark; the machine's load decides them, not the code.
+    assert_eq!(
+        r.probe("network").unwrap()["status"],
+        "ok",
+        "phase {phase} ms, probe {record} ms"
+    );
+    assert!(
+        !r.findings()
+            .iter()
+            .any(|f| f["code"] == "probe.incomplete" && f["evidence"]["probe"] == "network"),
+        "the network probe was cut: phase {phase} ms"
+    );
     assert_eq!(r.count("net.denied-reachable"), 0);
     assert_eq!(r.code, 0);
 }

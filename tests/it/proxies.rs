@@ -53,6 +53,19 @@ fn network_policy(r: &Run) -> (Option<u64>, String) {
     )
 }
 
+/// A control's level: the rubric's words when what decided is what the
+/// rubric names.
+fn control_level(r: &Run, key: &str) -> String {
+    r.json["scorecard"]["controls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["control"] == key)
+        .and_then(|c| c["level"].as_str())
+        .unwrap_or("")
+        .to_string()
+}
+
 fn both(url: &str) -> Vec<(&'static str, String)> {
     vec![
         ("HTTP_PROXY", url.to_string()),
@@ -211,10 +224,16 @@ fn squid_that_enforces_the_contract_scores_two_and_is_named() {
         (
             Some(2),
             format!(
-                "Default-deny or audited allowlist for the task: the proxy {} enforces the contract (3 deny destination(s) refused by it, 2 allow destination(s) reached through it)",
+                "every destination tried kept its contract: 3 deny destinations refused or unreachable, 2 allow destinations reached; the proxy {} enforces the contract (3 deny destination(s) refused by it, 2 allow destination(s) reached through it)",
                 squid.url()
             )
         )
+    );
+    // A proxy seen enforcing the contract is the rubric's audited
+    // allowlist: the level may say so.
+    assert_eq!(
+        control_level(&r, "network-policy"),
+        "Default-deny or audited allowlist for the task"
     );
     assert_eq!(r.code, 0, "{:#?}", r.pairs());
 }
@@ -348,7 +367,11 @@ fn squid_upstream_failures_show_that_it_forwards() {
     assert_eq!(r.code, 1);
     let (score, reason) = network_policy(&r);
     assert_eq!(score, Some(0), "{reason}");
-    assert!(reason.starts_with("Unrestricted network: "), "{reason}");
+    // The level is the rubric's (every decisive finding is a network
+    // one); the reason is what was seen, never the rubric's words.
+    assert_eq!(control_level(&r, "network-policy"), "Unrestricted network");
+    assert!(reason.contains("net.proxy-forwards-denied "), "{reason}");
+    assert!(reason.contains("; deny destinations: "), "{reason}");
 
     // Only a proxy that could not connect to a denied destination: medium,
     // the rubric's "some proxy control", 1 point; never 2.
@@ -362,14 +385,17 @@ fn squid_upstream_failures_show_that_it_forwards() {
         r.must("net.proxy", "environment")["evidence"]["enforces_contract"],
         false
     );
+    let (score, reason) = network_policy(&r);
+    assert_eq!(score, Some(1), "{reason}");
+    assert!(
+        reason.starts_with(&format!(
+            "net.proxy-forwards-denied {deny_refused}, net.proxy environment; deny destinations: "
+        )),
+        "{reason}"
+    );
     assert_eq!(
-        network_policy(&r),
-        (
-            Some(1),
-            format!(
-                "Some proxy or manual domain controls: net.proxy-forwards-denied {deny_refused}, net.proxy environment"
-            )
-        )
+        control_level(&r, "network-policy"),
+        "Some proxy or manual domain controls"
     );
     assert_eq!(
         r.code, 0,
@@ -483,7 +509,7 @@ fn squid_basic_auth_is_used_and_never_printed() {
         (
             Some(2),
             format!(
-                "Default-deny or audited allowlist for the task: the proxy {shown} enforces the contract (1 deny destination(s) refused by it, 2 allow destination(s) reached through it)"
+                "every destination tried kept its contract: 1 deny destination refused or unreachable, 2 allow destinations reached; the proxy {shown} enforces the contract (1 deny destination(s) refused by it, 2 allow destination(s) reached through it)"
             )
         )
     );
@@ -628,7 +654,7 @@ fn tinyproxy_filter_connect_port_and_upstream_failure() {
         (
             Some(2),
             format!(
-                "Default-deny or audited allowlist for the task: the proxy {} enforces the contract (2 deny destination(s) refused by it, 2 allow destination(s) reached through it)",
+                "every destination tried kept its contract: 2 deny destinations refused or unreachable, 2 allow destinations reached; the proxy {} enforces the contract (2 deny destination(s) refused by it, 2 allow destination(s) reached through it)",
                 tiny.url()
             )
         )

@@ -56,6 +56,21 @@ struct Measured {
     max_rss_kib: i64,
 }
 
+/// Spawns `cmd`, whose program the test has just copied: while another
+/// test thread forks, the child holds the copy's write descriptor until it
+/// execs, and exec(2) of the copy then fails with ETXTBSY. That passes.
+fn spawn_copied(cmd: &mut Command) -> std::process::Child {
+    for _ in 0..100 {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ETXTBSY as i32) => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            other => return other.unwrap(),
+        }
+    }
+    panic!("{cmd:?}: the copied binary stayed busy for 2 s");
+}
+
 /// Runs selfprobe as `uid` (when we are root) and measures the child alone
 /// with wait4(2). `bin` is a copy another uid can execute (the build tree
 /// may sit under a private home).
@@ -82,7 +97,7 @@ fn measure(bin: &PathBuf, root: &PathBuf, uid: Option<u32>) -> Measured {
     let started = Instant::now();
     // Reaped by wait4(2) below, which also gives the child's own rusage.
     #[allow(clippy::zombie_processes)]
-    let mut child = cmd.spawn().unwrap();
+    let mut child = spawn_copied(&mut cmd);
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
     let o = std::thread::spawn(move || {

@@ -11,6 +11,14 @@
 //! a 9p mount of root `/` (`trans=fd`), Kata's shared directory shows
 //! `<container>-<random>-<name>` on the `kataShared` virtio-fs. There the
 //! mount point and the name are all there is to go on.
+//!
+//! Sysbox (sysbox-runc) shifts the engine's files through shiftfs, whose
+//! field 4 is relative to the host directory it shifts (parse.rs joins the
+//! two), serves parts of /proc and /sys from its sysbox-fs FUSE daemon as
+//! lxcfs does, and backs the inner engines' state with a directory per
+//! container under /var/lib/sysbox. systemd-nspawn binds its propagation
+//! directory, `/run/systemd/nspawn/propagate/<machine>`, at
+//! /run/systemd/nspawn/incoming.
 
 use serde::Serialize;
 
@@ -19,8 +27,9 @@ use super::Mount;
 /// Who wrote a file and which file it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Managed {
-    /// docker, podman, cri-o, containerd, kubelet, lxc, runsc, kata; or
-    /// containers-storage until the table says whether podman or CRI-O.
+    /// docker, podman, cri-o, containerd, kubelet, lxc, runsc, kata,
+    /// sysbox, systemd-nspawn; or containers-storage until the table says
+    /// whether podman or CRI-O.
     pub by: &'static str,
     /// hosts, hostname, resolv.conf, .containerenv, etc-hosts,
     /// termination-log, secrets, kubernetes.io~projected, init…
@@ -176,6 +185,17 @@ pub fn shape_of_root(root: &str) -> Option<Shape> {
             _ => {}
         }
     }
+    // Sysbox: the inner engines' state of one system container,
+    // …/sysbox/{docker,kubelet,containerd,…}/[baseVol/]<id>, made for it
+    // by sysbox-mgr.
+    for i in 0..c.len() {
+        if c[i] != "sysbox" || i == 0 || c[i - 1] != "lib" {
+            continue;
+        }
+        if let (Some(what), Some(id)) = (c.get(i + 1), c[i + 1..].iter().find(|s| is_hex(s, 64))) {
+            return managed("sysbox", what, Some(id));
+        }
+    }
     // Engine volumes: …/volumes/<name>/_data[/…] (docker, podman, rootless podman).
     for i in 0..c.len() {
         if c[i] == "volumes" && c.get(i + 2) == Some(&"_data") {
@@ -190,9 +210,23 @@ pub fn shape_of_root(root: &str) -> Option<Shape> {
 pub fn shape(m: &Mount) -> Option<Shape> {
     let root = m.root.to_string_lossy();
     let mp = m.mount_point.to_string_lossy();
-    // lxcfs serves the container's own view of /proc and /sys files.
-    if m.fstype == "fuse.lxcfs" {
+    // lxcfs serves the container's own view of /proc and /sys files (the
+    // daemon's own mount, /var/lib/lxcfs on the host, is no engine file).
+    let proc_or_sys = mp.starts_with("/proc/") || mp.starts_with("/sys/");
+    if m.fstype == "fuse.lxcfs" && proc_or_sys {
         return managed("lxc", &root, None);
+    }
+    // sysbox-fs does the same for a Sysbox system container.
+    if is_sysbox_fs(m) {
+        return managed("sysbox", &root, None);
+    }
+    // systemd-nspawn's propagation directory: machinectl bind moves mounts
+    // in through it.
+    if mp == "/run/systemd/nspawn/incoming" {
+        let c: Vec<&str> = root.split('/').filter(|s| !s.is_empty()).collect();
+        if let [.., "systemd", "nspawn", "propagate", _] = c.as_slice() {
+            return managed("systemd-nspawn", "incoming", None);
+        }
     }
     // gVisor's gofer: every bind is 9p over a file descriptor, root "/".
     if is_gofer(m) && root == "/" && ENGINE_FILE_POINTS.contains(&mp.as_ref()) {
@@ -216,6 +250,12 @@ pub fn shape(m: &Mount) -> Option<Shape> {
         return managed(by, "init", None);
     }
     shape_of_root(&root)
+}
+
+/// A mount of Sysbox's sysbox-fs, the FUSE daemon that emulates parts of
+/// /proc and /sys inside a Sysbox system container.
+pub fn is_sysbox_fs(m: &Mount) -> bool {
+    matches!(m.fstype.as_str(), "fuse" | "fuse.sysboxfs") && m.source == "sysboxfs"
 }
 
 /// A mount served by gVisor's gofer (or another 9p-over-fd server).
@@ -356,6 +396,17 @@ mod tests {
             ("701 1 8:1 /usr/libexec/podman/catatonit /run/podman-init ro - ext4 /dev/vda rw", Some(("podman", "init"))),
             ("702 1 8:1 /usr/bin/docker-init /sbin/docker-init ro - ext4 /dev/vda rw", Some(("docker", "init"))),
             ("703 1 8:1 /usr/bin/catatonit /opt/tools/catatonit-copy ro - ext4 /dev/vda rw", None),
+            // The host's lxcfs daemon mount is no container's file.
+            ("391 28 0:49 / /var/lib/lxcfs rw - fuse.lxcfs lxcfs rw", None),
+            // Sysbox: sysbox-fs, and Docker's files through a shiftfs mark.
+            ("1638 1590 0:77 /proc/sys /proc/sys rw - fuse sysboxfs rw,user_id=0", Some(("sysbox", "/proc/sys"))),
+            ("1644 1590 0:77 /proc/uptime /proc/uptime rw - fuse other rw", None),
+            (&format!("1717 1526 0:94 /hosts /etc/hosts rw - shiftfs /var/lib/docker/containers/{ID} rw"), Some(("docker", "hosts"))),
+            (&format!("1721 1526 8:1 /var/lib/sysbox/docker/baseVol/{ID} /var/lib/docker rw - ext4 /dev/sda1 rw"), Some(("sysbox", "docker"))),
+            (&format!("1722 1526 8:1 /home/u/sysbox/{ID} /data rw - ext4 /dev/sda1 rw"), None),
+            // systemd-nspawn's propagation directory, and a look-alike.
+            ("913 912 0:24 /systemd/nspawn/propagate/rootfs /run/systemd/nspawn/incoming ro - tmpfs tmpfs rw", Some(("systemd-nspawn", "incoming"))),
+            ("914 912 0:24 /systemd/nspawn/propagate/rootfs /mnt/incoming ro - tmpfs tmpfs rw", None),
         ] {
             assert_eq!(
                 shaped(l),

@@ -5,6 +5,12 @@
 //! `/../../..` for a cgroup2 root outside this cgroup namespace. Only the
 //! fields the kernel always writes are required; a line that still does not
 //! parse costs that line, with its number, never the table.
+//!
+//! One filesystem's ROOT is not a path of its own source: shiftfs (Ubuntu's
+//! uid-shifting filesystem, which Sysbox mounts over host directories)
+//! shows it relative to the host directory it shifts, which is its SOURCE.
+//! The two are joined here, so that every reader of `root` sees the host
+//! path (`/var/lib/docker/containers/<id>/hosts`, not `/hosts`).
 
 use serde::Serialize;
 
@@ -91,44 +97,41 @@ fn parse_line(line: &str) -> Result<Mount, &'static str> {
     } else {
         String::new()
     };
+    let source = String::from_utf8_lossy(&unescape(source)).into_owned();
+    let mut root = os_path(unescape(root));
+    if fstype == "shiftfs" && source.starts_with('/') {
+        let rel = root.strip_prefix("/").unwrap_or(&root).to_path_buf();
+        let base = std::path::Path::new(&source);
+        root = if rel.as_os_str().is_empty() {
+            base.to_path_buf()
+        } else {
+            base.join(rel)
+        };
+    }
     Ok(Mount {
         id,
         parent,
         major,
         minor,
-        root: os_path(unescape(root)),
+        root,
         mount_point: os_path(unescape(mount_point)),
         options: fields[5].split(',').map(str::to_string).collect(),
         optional: fields[6..sep].iter().map(|s| s.to_string()).collect(),
         fstype: String::from_utf8_lossy(&unescape(fstype)).into_owned(),
-        source: String::from_utf8_lossy(&unescape(source)).into_owned(),
+        source,
         super_options,
     })
 }
 
 /// The kernel escapes space, tab, newline and backslash as \ooo octal.
 pub fn unescape(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() {
-            let oct = &b[i + 1..i + 4];
-            if oct.iter().all(|c| (b'0'..=b'7').contains(c)) {
-                let v = (oct[0] - b'0') as u32 * 64
-                    + (oct[1] - b'0') as u32 * 8
-                    + (oct[2] - b'0') as u32;
-                if v <= 255 {
-                    out.push(v as u8);
-                    i += 4;
-                    continue;
-                }
-            }
+    crate::util::codec::unescape_with(s, b'\\', 3, |oct| {
+        if !oct.iter().all(|c| (b'0'..=b'7').contains(c)) {
+            return None;
         }
-        out.push(b[i]);
-        i += 1;
-    }
-    out
+        let v = oct.iter().fold(0u32, |v, c| v * 8 + u32::from(c - b'0'));
+        u8::try_from(v).ok()
+    })
 }
 
 #[cfg(test)]

@@ -429,22 +429,10 @@ fn parse_proxy(v: &str) -> ProxyUrl {
 }
 
 fn percent_decode(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
-                out.push(h << 4 | l);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    out
+    crate::util::codec::unescape_with(s, b'%', 2, |h| {
+        let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+        Some(hex(h[0])? << 4 | hex(h[1])?)
+    })
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! Name resolution without NSS: a static glibc binary cannot load NSS
-//! modules (the README's Dependencies), so /etc/hosts and /etc/resolv.conf are read here,
+//! modules (docs/layout.md, Dependencies), so /etc/hosts and /etc/resolv.conf are read here,
 //! through the Host root so fixture trees work, and A and AAAA queries go to
 //! the nameservers over UDP (TCP when the answer is truncated), each bounded
 //! by the destination's deadline.

@@ -152,7 +152,12 @@ pub fn observe(host: &Host, deadline: Instant) -> Vec<ToolRun> {
             continue;
         };
         // Reading a file runs nothing, so it is done under --root too.
-        if let Some((version, file)) = versions::from_files(host, name, &found, &real, &mut db) {
+        let at = versions::OnPath {
+            tool: name,
+            found: &found,
+            real: &real,
+        };
+        if let Some((version, file)) = versions::from_files(host, at, &mut db) {
             run.status = ToolStatus::FromFile;
             run.version = Some(version);
             run.version_file = Some(file);

@@ -1253,25 +1253,32 @@ mod tests {
 
     #[test]
     fn confirms_and_lists_names_only() {
-        let d = confirm(
-            rule(".aws/credentials"),
-            b"[default]\naws_access_key_id = AKIAXXXXXXXXXXXXXXXX\naws_secret_access_key = abc\n[profile prod]\n",
-            100,
-            "/c",
-        );
-        assert!(d.ok);
-        assert_eq!(d.entries, vec!["default", "prod"]);
-        let d = confirm(rule(".aws/credentials"), &[0u8; 4096], 1 << 30, "/c");
-        assert!(!d.ok, "zeros are not credentials");
-        let d = confirm(
-            rule(".npmrc"),
-            b"registry=https://r.example/\n//r.example/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789\n",
-            10,
-            "/n",
-        );
-        assert!(d.ok);
-        assert_eq!(d.entries, vec!["//r.example/"]);
-        assert!(!confirm(rule(".npmrc"), b"//r/:_authToken=${NPM_TOKEN}\n", 10, "/n").ok);
+        // (file, its bytes, the size the walk saw, what it names: None for
+        // "not credentials")
+        type Case<'a> = (&'a str, &'a [u8], u64, Option<Vec<&'a str>>);
+        let cases: [Case; 4] = [
+            (
+                ".aws/credentials",
+                b"[default]\naws_access_key_id = AKIAXXXXXXXXXXXXXXXX\naws_secret_access_key = abc\n[profile prod]\n",
+                100,
+                Some(vec!["default", "prod"]),
+            ),
+            (".aws/credentials", &[0u8; 4096], 1 << 30, None),
+            (
+                ".npmrc",
+                b"registry=https://r.example/\n//r.example/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789\n",
+                10,
+                Some(vec!["//r.example/"]),
+            ),
+            (".npmrc", b"//r/:_authToken=${NPM_TOKEN}\n", 10, None),
+        ];
+        for (path, bytes, size, names) in cases {
+            let d = confirm(rule(path), bytes, size, "/c");
+            assert_eq!(d.ok, names.is_some(), "{path}: {bytes:?}");
+            if let Some(n) = names {
+                assert_eq!(d.entries, n, "{path}");
+            }
+        }
         let d = confirm(
             rule(".docker/config.json"),
             br#"{"auths":{"https://index.docker.io/v1/":{"auth":"dTpw"},"quay.io":{}},"credsStore":"desktop"}"#,
@@ -1281,27 +1288,30 @@ mod tests {
         assert!(d.ok);
         assert_eq!(d.entries, vec!["index.docker.io"]);
         assert_eq!(d.helpers.len(), 1);
-        let d = confirm(
-            rule(".git-credentials"),
-            b"https://bob:tok3n@github.com\n",
-            10,
-            "/g",
-        );
-        assert_eq!(d.entries, vec!["github.com"]);
-        let d = confirm(
-            rule(".env"),
-            b"# x\nDEBUG=1\nexport API_TOKEN=q8Zr2mVx9Lk3\n",
-            10,
-            "/e",
-        );
-        assert_eq!(d.entries, vec!["API_TOKEN"]);
-        let d = confirm(
-            rule(".netrc"),
-            b"machine api.example.org login u password p\n",
-            10,
-            "/n",
-        );
-        assert_eq!(d.entries, vec!["api.example.org"]);
+        // One entry name each, never the secret beside it.
+        for (path, bytes, what, entry) in [
+            (
+                ".git-credentials",
+                &b"https://bob:tok3n@github.com\n"[..],
+                "/g",
+                "github.com",
+            ),
+            (
+                ".env",
+                b"# x\nDEBUG=1\nexport API_TOKEN=q8Zr2mVx9Lk3\n",
+                "/e",
+                "API_TOKEN",
+            ),
+            (
+                ".netrc",
+                b"machine api.example.org login u password p\n",
+                "/n",
+                "api.example.org",
+            ),
+        ] {
+            let d = confirm(rule(path), bytes, 10, what);
+            assert_eq!(d.entries, vec![entry], "{path}");
+        }
         assert!(entry_name("ghp_abcdefghijklmnopqrstuvwxyz0123456789").is_none());
     }
 

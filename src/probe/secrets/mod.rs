@@ -879,18 +879,24 @@ fn helper_findings(f: &SecretFacts) -> Vec<Finding> {
             .as_deref()
             .map(|p| format!(" ({p})"))
             .unwrap_or_default();
+        // "other" is the classifier's word for a helper it does not know.
+        let kind = if h.kind == "other" {
+            "unrecognised"
+        } else {
+            h.kind.as_str()
+        };
+        let a = crate::util::text::article(kind);
         let mut msg = if h.source.starts_with("env:") {
             format!(
-                "{} names a {} credential relay{program}",
-                &h.source[4..],
-                h.kind
+                "{} names {a} {kind} credential relay{program}",
+                &h.source[4..]
             )
         } else if h.subject == h.source {
-            format!("{} is a {} left for the workspace", h.source, h.kind)
+            format!("{} is {a} {kind} left for the workspace", h.source)
         } else {
             format!(
-                "{} configures a {} credential helper{program}",
-                h.source, h.kind
+                "{} configures {a} {kind} credential helper{program}",
+                h.source
             )
         };
         if let Some(s) = &h.scope {
@@ -963,8 +969,9 @@ fn token_findings(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Find
                     "secret.token-long-lived",
                     &t.source,
                     format!(
-                        "{}: a {} token{scope} with no expiry claim{}: it is valid until revoked{}",
+                        "{}: {} {} token{scope} with no expiry claim{}: it is valid until revoked{}",
                         t.source,
+                        crate::util::text::article(&t.kind),
                         t.kind,
                         if t.format == "opaque" { " (not a JWT)" } else { "" },
                         note
@@ -977,8 +984,9 @@ fn token_findings(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Find
                     "secret.token-expired",
                     &t.source,
                     format!(
-                        "{}: a {} token{scope} that expired {} ago{}",
+                        "{}: {} {} token{scope} that expired {} ago{}",
                         t.source,
+                        crate::util::text::article(&t.kind),
                         t.kind,
                         tokens::human(now_s.saturating_sub(e)),
                         note
@@ -991,8 +999,9 @@ fn token_findings(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Find
                     "secret.token-long-lived",
                     &t.source,
                     format!(
-                        "{}: a {} token{scope} valid for another {}, longer than max_token_ttl {} ({}){}",
+                        "{}: {} {} token{scope} valid for another {}, longer than max_token_ttl {} ({}){}",
                         t.source,
+                        crate::util::text::article(&t.kind),
                         t.kind,
                         tokens::human(e.saturating_sub(now_s)),
                         tokens::human(max_s),
@@ -1021,7 +1030,13 @@ fn history_findings(f: &SecretFacts) -> Vec<Finding> {
             (false, true) if h.lines > 0 => Some(Severity::Low),
             _ => continue,
         };
-        let mut msg = format!("{}: a {} history of {} line(s)", h.path, h.shell, h.lines);
+        let mut msg = format!(
+            "{}: {} {} history of {} line(s)",
+            h.path,
+            crate::util::text::article(&h.shell),
+            h.shell,
+            h.lines
+        );
         if h.secret_lines > 0 {
             msg.push_str(&format!(
                 ", {} of them secret-looking ({})",

@@ -202,8 +202,9 @@ pub fn evaluate(trees: &[PackageTree]) -> Vec<Finding> {
             .collect();
         let more = t.files.saturating_sub(rel.len());
         let mut msg = format!(
-            "{} is a {} tree ({}) holding {} credential-looking file(s) of its packages ({}), e.g. {}{}: package data, not this workspace's credentials",
+            "{} is {} {} tree ({}) holding {} credential-looking file(s) of its packages ({}), e.g. {}{}: package data, not this workspace's credentials",
             t.path,
+            crate::util::text::article(&t.kind),
             t.kind,
             t.manager,
             t.files,

@@ -434,6 +434,42 @@ impl Rootless {
         c
     }
 
+    /// A program run as the rootless user with the environment `podman()`
+    /// gives podman, and first on its PATH a `podman` that passes this
+    /// place's --root and --runroot: what `selfprobe inspect --engine
+    /// podman` needs to see the same containers (issue 21's inspect tests).
+    pub fn as_user(&self, exe: &Path) -> Command {
+        let bin = self.place.dir.join("podman-bin");
+        let wrapper = bin.join("podman");
+        if !wrapper.exists() {
+            std::fs::create_dir_all(&bin).unwrap();
+            std::fs::write(
+                &wrapper,
+                format!(
+                    "#!/bin/sh\nexec /usr/bin/podman --root '{}' --runroot '{}' \"$@\"\n",
+                    self.storage.display(),
+                    self.runroot.display()
+                ),
+            )
+            .unwrap();
+            std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let mut c = Command::new("runuser");
+        c.args(["-u", ROOTLESS_USER, "--", "env", "-i"])
+            .arg(format!("XDG_RUNTIME_DIR=/run/user/{}", self.uid))
+            .arg(format!("HOME=/home/{ROOTLESS_USER}"))
+            .arg(format!(
+                "PATH={}:/usr/sbin:/usr/bin:/sbin:/bin",
+                bin.display()
+            ))
+            .arg(format!("CONTAINERS_CONF={}", self.conf.display()))
+            .arg(exe)
+            .current_dir("/")
+            .stdin(Stdio::null());
+        c
+    }
+
     /// `podman run --rm --network none <flags> -v BIN:…:ro IMG selfprobe
     /// --format json <args>` as the rootless user.
     pub fn probe(&self, flags: &[&str], args: &[&str]) -> Run {

@@ -267,15 +267,18 @@ fn interpreter(tool: &str) -> Option<&'static str> {
     }
 }
 
-/// The version a file says for `tool`, found on PATH at `found` (which
-/// resolves to `real`), and that file.
-pub fn from_files(
-    host: &Host,
-    tool: &str,
-    found: &Path,
-    real: &Path,
-    dpkg: &mut Dpkg,
-) -> Option<(String, String)> {
+/// A tool as PATH gives it: its name, where it was found and what that
+/// resolves to once links are followed.
+#[derive(Clone, Copy)]
+pub struct OnPath<'a> {
+    pub tool: &'a str,
+    pub found: &'a Path,
+    pub real: &'a Path,
+}
+
+/// The version a file says for a tool on PATH, and that file.
+pub fn from_files(host: &Host, at: OnPath, dpkg: &mut Dpkg) -> Option<(String, String)> {
+    let OnPath { tool, found, real } = at;
     if let Some((dir, sel, file)) = shim_version(host, found) {
         if let Some(prefix) = interpreter(tool) {
             return Some((format!("{prefix}{sel}"), file));
@@ -283,21 +286,21 @@ pub fn from_files(
         // The tool the shim would run, judged by its own files.
         let inner = dir.join("bin").join(tool);
         std::fs::symlink_metadata(host.path(&inner)).ok()?;
-        return direct(host, tool, &inner, &inner, dpkg);
+        let inner = OnPath {
+            tool,
+            found: &inner,
+            real: &inner,
+        };
+        return direct(host, inner, dpkg);
     }
     if let (Some(prefix), Some(v)) = (interpreter(tool), versioned_dir(real)) {
         return Some((format!("{prefix}{v}"), real.to_string_lossy().into_owned()));
     }
-    direct(host, tool, found, real, dpkg)
+    direct(host, at, dpkg)
 }
 
-fn direct(
-    host: &Host,
-    tool: &str,
-    found: &Path,
-    real: &Path,
-    dpkg: &mut Dpkg,
-) -> Option<(String, String)> {
+fn direct(host: &Host, at: OnPath, dpkg: &mut Dpkg) -> Option<(String, String)> {
+    let OnPath { tool, found, real } = at;
     let names = node_packages(tool);
     if !names.is_empty() {
         if let Some(v) = package_json(host, real, names) {
@@ -389,7 +392,12 @@ mod tests {
         );
         let mut db = Dpkg::default();
         let mut v = |tool: &str, found: &str, real: &str| {
-            from_files(&host, tool, Path::new(found), Path::new(real), &mut db)
+            let at = OnPath {
+                tool,
+                found: Path::new(found),
+                real: Path::new(real),
+            };
+            from_files(&host, at, &mut db)
         };
         assert_eq!(
             v(

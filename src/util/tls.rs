@@ -1,7 +1,8 @@
-//! TLS for https:// destinations: rustls with the system CA bundle when the
+//! TLS for the network probe's https:// destinations and the registry
+//! client (src/registry): rustls with the system CA bundle when the
 //! image has one (read through the Host root), else the embedded Mozilla roots
-//! (webpki-roots), since a FROM scratch image has no bundle at all (the
-//! README's Dependencies). A verifier that records the presented chain wraps the real one, so a
+//! (webpki-roots), since a FROM scratch image has no bundle at all
+//! (docs/layout.md, Dependencies). A verifier that records the presented chain wraps the real one, so a
 //! failed handshake still says whose certificate was presented: that is how
 //! TLS interception shows.
 

@@ -1,0 +1,689 @@
+//! `selfprobe summary`: verifies many workspaces' reports, envelopes and
+//! teardown statements (through attest::verify, the one verifier) and puts
+//! each workspace on one row: boundary, the eight scorecard controls, the
+//! worst severity, the teardown result and whether it verified. The
+//! renderers (text, json, sarif, junit, html) read the Fleet this returns.
+//!
+//! Nothing from an envelope that fails verification is shown: its row
+//! carries the reason and no content. Without --pubkey nothing can verify:
+//! the rows show what the inputs claim, each marked not verified.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::keys::VerifyingKey;
+use serde_json::Value;
+
+use super::input::{self, Group, Kind, Role};
+use crate::attest::verify::{self, Inputs, Verdict};
+use crate::attest::{dsse, TEARDOWN_PREDICATE_TYPE};
+use crate::finding::Severity;
+use crate::model::Exit;
+use crate::scorecard::CONTROLS;
+
+pub struct Options {
+    /// (file it came from, key): every --pubkey.
+    pub keys: Vec<(String, VerifyingKey)>,
+    /// (file, name → nonce) of --nonces.
+    pub nonces: Option<(String, BTreeMap<String, String>)>,
+    pub binary_sha256: Option<String>,
+}
+
+/// One scorecard control of a row.
+#[derive(Debug, Clone, Default)]
+pub struct Cell {
+    /// None: not assessed, or not known (no verified report).
+    pub score: Option<u8>,
+    pub reason: String,
+    /// Where the score came from: "report", "teardown statement", or empty.
+    pub source: &'static str,
+    /// The ids of the findings that set the score.
+    pub decisive: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    pub name: String,
+    /// The directory or file it was read from.
+    pub source: String,
+    pub files: Vec<String>,
+    pub run_id: Option<String>,
+    pub boundary: Option<String>,
+    /// In CONTROLS order.
+    pub controls: Vec<Cell>,
+    pub worst: Option<Severity>,
+    pub teardown_result: Option<String>,
+    pub verified: bool,
+    /// Why it is not verified (empty when it is).
+    pub problems: Vec<String>,
+    /// What was checked beyond the signature ("nonce", "binary").
+    pub checked: Vec<&'static str>,
+    pub notes: Vec<String>,
+    /// The findings of the report, the teardown statement and the
+    /// inspection, as JSON objects of the report's shape.
+    pub findings: Vec<Value>,
+    /// Exit code as the row counts it: the report's, the teardown result's,
+    /// 3 when it is not verified.
+    pub exit: Exit,
+    /// The report's scorecard total and maximum, when known.
+    pub total: Option<(u64, u64)>,
+    /// Some content is shown: a verified report or statement, or (without
+    /// --pubkey) what an input claims. False for an input that failed.
+    pub has_content: bool,
+}
+
+impl Workspace {
+    pub fn verification(&self) -> String {
+        if self.verified {
+            let mut what = vec!["signature"];
+            what.extend(self.checked.iter().copied());
+            format!("VERIFIED ({})", what.join(", "))
+        } else {
+            format!("NOT VERIFIED: {}", self.problems.join("; "))
+        }
+    }
+}
+
+pub struct Fleet {
+    pub workspaces: Vec<Workspace>,
+    /// Inputs that could not be read at all, and what was left out.
+    pub errors: Vec<String>,
+    pub notes: Vec<String>,
+    pub exit: Exit,
+}
+
+impl Fleet {
+    pub fn verified(&self) -> usize {
+        self.workspaces.iter().filter(|w| w.verified).count()
+    }
+}
+
+fn worse(a: Exit, b: Exit) -> Exit {
+    // 0 < 1 < 3; 2 (usage) is never a row's.
+    if (b as i32) > (a as i32) {
+        b
+    } else {
+        a
+    }
+}
+
+fn exit_of(n: Option<i64>) -> Option<Exit> {
+    match n? {
+        0 => Some(Exit::Clean),
+        1 => Some(Exit::Findings),
+        2 => Some(Exit::Usage),
+        3 => Some(Exit::ProbeFailed),
+        _ => None,
+    }
+}
+
+fn str_at(v: &Value, ptr: &str) -> Option<String> {
+    v.pointer(ptr).and_then(Value::as_str).map(str::to_string)
+}
+
+/// A signed input, read and checked.
+struct Checked {
+    path: String,
+    /// The predicate: attested when verified; claimed (unverified) when no
+    /// key was given or the input is a bare report.
+    content: Option<Value>,
+    teardown: bool,
+    verified: bool,
+    problems: Vec<String>,
+    nonce_checked: bool,
+    binary_checked: bool,
+}
+
+impl Checked {
+    /// What it verified beyond the signature, added to `to` once each.
+    fn checks(&self, to: &mut Vec<&'static str>) {
+        for (done, what) in [
+            (self.nonce_checked, "nonce"),
+            (self.binary_checked, "binary"),
+        ] {
+            if self.verified && done && !to.contains(&what) {
+                to.push(what);
+            }
+        }
+    }
+}
+
+/// The statement inside an envelope, not verified: for showing what an
+/// input claims when no key was given.
+fn peek(bytes: &[u8]) -> Option<Value> {
+    let env: dsse::Envelope = serde_json::from_slice(bytes).ok()?;
+    let payload = crate::util::codec::b64_decode(&env.payload)?;
+    serde_json::from_slice(&payload).ok()
+}
+
+fn check_envelope(path: &str, bytes: &[u8], opts: &Options, nonce: Option<&str>) -> Checked {
+    let mut c = Checked {
+        path: path.to_string(),
+        content: None,
+        teardown: false,
+        verified: false,
+        problems: Vec::new(),
+        nonce_checked: false,
+        binary_checked: false,
+    };
+    if opts.keys.is_empty() {
+        match peek(bytes) {
+            Some(st) => {
+                c.teardown = st.get("predicateType").and_then(Value::as_str)
+                    == Some(TEARDOWN_PREDICATE_TYPE);
+                c.content = st.get("predicate").cloned();
+                c.problems.push(format!("{path}: no --pubkey given"));
+            }
+            None => c.problems.push(format!(
+                "{path}: not a DSSE envelope of an in-toto statement"
+            )),
+        }
+        return c;
+    }
+    // The keys in order; a key that is not the signer's is passed over, so
+    // reports and teardown statements signed by different keys verify in
+    // one summary.
+    let mut last: Option<Verdict> = None;
+    for (_, key) in &opts.keys {
+        let v = verify::verify(&Inputs {
+            pubkey: *key,
+            nonce,
+            binary_sha256: opts.binary_sha256.as_deref(),
+            envelope: Some((path, bytes)),
+            sshsig: None,
+        });
+        let wrong_key = v.problems.iter().any(|p| p.check == "wrong key");
+        last = Some(v);
+        if !wrong_key {
+            break;
+        }
+    }
+    let Some(v) = last else { return c };
+    c.teardown = v.predicate_type == Some(TEARDOWN_PREDICATE_TYPE);
+    if v.valid() {
+        c.verified = true;
+        c.nonce_checked = v.nonce_checked;
+        c.binary_checked = v.binary_checked;
+        c.content = v.attested;
+    } else {
+        for p in &v.problems {
+            c.problems.push(format!("{path}: {}", p.message));
+        }
+        if v.predicate_type.is_none() {
+            // Not believed, but its type decides where its reason shows.
+            c.teardown = peek(bytes)
+                .and_then(|st| {
+                    st.get("predicateType")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                })
+                .as_deref()
+                == Some(TEARDOWN_PREDICATE_TYPE);
+        }
+    }
+    c
+}
+
+/// What an inspection.json says of each container, by name.
+#[derive(Debug, Default, Clone)]
+pub struct Inspected {
+    pub not_probed: Option<String>,
+    pub report: Option<String>,
+    pub exit: Option<Exit>,
+    pub findings: Vec<Value>,
+}
+
+fn read_inspection(path: &Path, errors: &mut Vec<String>) -> BTreeMap<String, Inspected> {
+    let mut out = BTreeMap::new();
+    let doc: Value = match input::read_capped(path, false).and_then(|b| {
+        serde_json::from_slice(&b).map_err(|e| format!("{}: not JSON ({e})", path.display()))
+    }) {
+        Ok(v) => v,
+        Err(e) => {
+            errors.push(e);
+            return out;
+        }
+    };
+    for c in doc
+        .get("containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(name) = str_at(c, "/name") else {
+            continue;
+        };
+        out.insert(
+            name,
+            Inspected {
+                not_probed: str_at(c, "/not_probed"),
+                report: str_at(c, "/report").or_else(|| str_at(c, "/envelope")),
+                exit: exit_of(c.get("exit").and_then(Value::as_i64)),
+                findings: c
+                    .get("findings")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default(),
+            },
+        );
+    }
+    out
+}
+
+fn boundary_of(r: &Value) -> Option<String> {
+    let b = r.pointer("/inventory/boundary")?;
+    let f = |k: &str| str_at(b, &format!("/{k}")).unwrap_or_else(|| "unknown".into());
+    let mut out = format!("{} {} {}", f("kind"), f("engine"), f("runtime"));
+    match b.get("rootless").and_then(Value::as_bool) {
+        Some(true) => out.push_str(" rootless"),
+        Some(false) if f("kind") != "host" => out.push_str(" rootful"),
+        _ => {}
+    }
+    Some(out)
+}
+
+fn worst(findings: &[Value]) -> Option<Severity> {
+    findings
+        .iter()
+        .filter(|f| f.get("status").and_then(Value::as_str) == Some("fail"))
+        .filter_map(|f| f.get("severity").and_then(Value::as_str)?.parse().ok())
+        .max()
+}
+
+/// One workspace's row, from its files.
+fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
+    let mut w = Workspace {
+        name: g.name.clone(),
+        source: g
+            .dir
+            .as_ref()
+            .map(|d| d.display().to_string())
+            .or_else(|| g.files.first().map(|(_, p)| p.display().to_string()))
+            .unwrap_or_default(),
+        files: g
+            .files
+            .iter()
+            .map(|(_, p)| p.display().to_string())
+            .collect(),
+        run_id: None,
+        boundary: None,
+        controls: vec![Cell::default(); CONTROLS.len()],
+        worst: None,
+        teardown_result: None,
+        verified: false,
+        problems: Vec::new(),
+        checked: Vec::new(),
+        notes: Vec::new(),
+        findings: Vec::new(),
+        exit: Exit::Clean,
+        total: None,
+        has_content: false,
+    };
+    // The expected nonce; a signed input without one in --nonces cannot
+    // be checked against it, which is said once an envelope is met.
+    let (nonce, missing_nonce) = match &opts.nonces {
+        None => (None, None),
+        Some((file, map)) => match map.get(&g.name) {
+            Some(n) => (Some(n.as_str()), None),
+            None => (None, Some(format!("no nonce for {:?} in {file}", g.name))),
+        },
+    };
+    // A report file is kept as bytes until it is known whether an envelope
+    // verified: then it is only compared with the attested report.
+    let mut report_file: Option<(String, Vec<u8>)> = None;
+    let mut report_env: Option<Checked> = None;
+    let mut teardown: Option<Checked> = None;
+    let mut files = g.files.clone();
+    files.sort();
+    for (role, path) in &files {
+        let shown = path.display().to_string();
+        let bytes = match input::read_capped(path, g.explicit) {
+            Ok(b) => b,
+            Err(e) => {
+                w.problems.push(e);
+                continue;
+            }
+        };
+        match input::classify_as(&bytes, *role) {
+            Err(e) => w.problems.push(format!(
+                "{shown}: {e}: expected a selfprobe report, DSSE envelope or teardown statement"
+            )),
+            Ok(Kind::Report) if report_file.is_none() => report_file = Some((shown, bytes)),
+            Ok(Kind::Report) => w
+                .problems
+                .push(format!("{shown}: a second report for {:?}", g.name)),
+            Ok(Kind::Envelope) => {
+                if let Some(m) = &missing_nonce {
+                    if !w.problems.contains(m) {
+                        w.problems.push(m.clone());
+                    }
+                }
+                let c = check_envelope(&shown, &bytes, opts, nonce);
+                let unknown_type = c.content.is_none() && !c.verified;
+                let slot = if c.teardown || (*role == Role::Teardown && unknown_type) {
+                    &mut teardown
+                } else {
+                    &mut report_env
+                };
+                if slot.is_some() {
+                    w.problems.push(format!(
+                        "{shown}: a second {} for {:?}",
+                        if c.teardown {
+                            "teardown statement"
+                        } else {
+                            "envelope"
+                        },
+                        g.name
+                    ));
+                } else {
+                    *slot = Some(c);
+                }
+            }
+            Ok(Kind::Inspection) | Ok(Kind::Other) if g.explicit => w.problems.push(format!(
+                "{shown}: not a selfprobe report, envelope or teardown statement"
+            )),
+            Ok(_) => w.notes.push(format!(
+                "{shown}: not a selfprobe report, envelope or teardown statement; left out"
+            )),
+        }
+    }
+
+    // The report: the attested predicate when its envelope verified, else
+    // what a bare report or an unverified envelope claims (not believed).
+    let mut report: Option<Value> = None;
+    match (&mut report_env, report_file) {
+        (Some(env), file) => {
+            w.problems.append(&mut env.problems);
+            env.checks(&mut w.checked);
+            if let (Some((fp, fv)), Some(att)) = (&file, &env.content) {
+                if env.verified && !input::json_equals(fv, att) {
+                    w.problems.push(format!(
+                        "{fp}: not the report {} attests: it was changed after signing",
+                        env.path
+                    ));
+                }
+            }
+            report = if env.verified || opts.keys.is_empty() {
+                env.content.take()
+            } else {
+                None
+            };
+        }
+        (None, Some((fp, fb))) => match serde_json::from_slice::<Value>(&fb) {
+            Ok(fv) => {
+                w.problems.push(format!(
+                    "{fp}: a report without its envelope (--attest) cannot be verified"
+                ));
+                report = Some(fv);
+            }
+            Err(e) => w.problems.push(format!("{fp}: not JSON ({e})")),
+        },
+        (None, None) => {}
+    }
+    let mut td: Option<Value> = None;
+    if let Some(t) = &mut teardown {
+        w.problems.append(&mut t.problems);
+        if t.verified || opts.keys.is_empty() {
+            td = t.content.take();
+        }
+        t.checks(&mut w.checked);
+    }
+    let not_probed = inspected.is_some_and(|i| i.not_probed.is_some());
+    let named_report = inspected.is_some_and(|i| i.report.is_some());
+    if g.files.is_empty() && !not_probed && !named_report {
+        w.problems
+            .push("no report, envelope or teardown statement".into());
+    }
+    if opts.nonces.is_none()
+        && (report_env.as_ref().is_some_and(|c| c.verified)
+            || teardown.as_ref().is_some_and(|c| c.verified))
+    {
+        w.notes.push(
+            "nonce not checked (no --nonces): the attestation may be from an earlier run".into(),
+        );
+    }
+
+    let (had_report, had_td) = (report.is_some(), td.is_some());
+    if let Some(mut report) = report {
+        let r = &mut report;
+        w.run_id = str_at(r, "/run/id");
+        w.boundary = boundary_of(r);
+        for (i, c) in CONTROLS.iter().enumerate() {
+            let s = r
+                .pointer("/scorecard/controls")
+                .and_then(Value::as_array)
+                .and_then(|a| {
+                    a.iter()
+                        .find(|x| x.get("control").and_then(Value::as_str) == Some(c.key))
+                });
+            if let Some(s) = s {
+                w.controls[i] = Cell {
+                    score: s
+                        .get("score")
+                        .and_then(Value::as_u64)
+                        .map(|n| n.min(2) as u8),
+                    reason: str_at(s, "/reason").unwrap_or_default(),
+                    source: "report",
+                    decisive: s
+                        .get("decisive")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect(),
+                };
+            } else {
+                w.controls[i].reason = "the report has no score for this control".into();
+            }
+        }
+        if let (Some(t), Some(m)) = (
+            r.pointer("/scorecard/total").and_then(Value::as_u64),
+            r.pointer("/scorecard/max").and_then(Value::as_u64),
+        ) {
+            w.total = Some((t, m));
+        }
+        match exit_of(r.pointer("/summary/exit_code").and_then(Value::as_i64)) {
+            Some(e) => w.exit = worse(w.exit, e),
+            None => {
+                w.notes.push("the report records no exit code".into());
+                w.exit = worse(w.exit, Exit::ProbeFailed);
+            }
+        }
+        // Moved, not copied: a summary holds a thousand reports' findings.
+        if let Some(Value::Array(fs)) = r.get_mut("findings").map(Value::take) {
+            w.findings.extend(fs);
+        }
+    }
+    if let Some(mut td) = td {
+        let t = &mut td;
+        w.teardown_result = str_at(t, "/result");
+        if w.run_id.is_none() {
+            w.run_id = str_at(t, "/run/id");
+        }
+        let ti = CONTROLS.iter().position(|c| c.key == "teardown");
+        // The host's evidence of teardown replaces the report's own, but only
+        // once it verified (CONTRACTS.md).
+        if let (Some(i), true) = (ti, teardown.as_ref().is_some_and(|c| c.verified)) {
+            let assessed = str_at(t, "/control/status").as_deref() == Some("assessed");
+            w.controls[i] = Cell {
+                score: t
+                    .pointer("/control/score")
+                    .and_then(Value::as_u64)
+                    .filter(|_| assessed)
+                    .map(|n| n.min(2) as u8),
+                reason: str_at(t, "/control/reason").unwrap_or_default(),
+                source: "teardown statement",
+                decisive: t
+                    .get("findings")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|f| str_at(f, "/id"))
+                    .collect(),
+            };
+        }
+        let e = match w.teardown_result.as_deref() {
+            Some("gone") | Some("retained") => Exit::Clean,
+            Some("remains") => Exit::Findings,
+            _ => Exit::ProbeFailed,
+        };
+        w.exit = worse(w.exit, e);
+        if let Some(Value::Array(fs)) = t.get_mut("findings").map(Value::take) {
+            w.findings.extend(fs);
+        }
+    }
+    if let Some(i) = inspected {
+        if let Some(why) = &i.not_probed {
+            w.problems.push(format!("not probed: {why}"));
+        } else if !had_report && report_env.is_none() {
+            if let Some(f) = &i.report {
+                w.problems
+                    .push(format!("inspection.json names {f}, which is not there"));
+            }
+        }
+        if let Some(e) = i.exit {
+            w.exit = worse(w.exit, e);
+        }
+        w.findings.extend(i.findings.iter().cloned());
+    }
+    w.worst = worst(&w.findings);
+    w.has_content = had_report || had_td || !w.findings.is_empty();
+    w.verified = w.problems.is_empty();
+    if !w.verified {
+        w.exit = Exit::ProbeFailed;
+    }
+    w
+}
+
+/// Verifies and tabulates every workspace under `paths`.
+pub fn summarize(paths: &[PathBuf], opts: &Options) -> Fleet {
+    let found = input::walk(paths);
+    let mut errors = found.errors;
+    let mut notes = found.notes;
+    // Each directory's inspection.json, by directory.
+    let mut inspected: BTreeMap<PathBuf, BTreeMap<String, Inspected>> = BTreeMap::new();
+    for p in &found.inspections {
+        let dir = p.parent().map(Path::to_path_buf).unwrap_or_default();
+        inspected.insert(dir, read_inspection(p, &mut errors));
+    }
+    for d in &found.keyfiles {
+        if opts.keys.is_empty() || opts.nonces.is_none() {
+            notes.push(format!(
+                "{0} has nonces and signing.pub from an inspection: pass --nonces {0}/nonces and --pubkey {0}/signing.pub if you trust them",
+                d.display()
+            ));
+        }
+    }
+    // Containers an inspection lists but wrote no files for (not probed).
+    let mut groups = found.groups;
+    for (dir, list) in &inspected {
+        for name in list.keys() {
+            let has = groups
+                .iter()
+                .any(|g| g.dir.as_deref() == Some(dir.as_path()) && &g.name == name);
+            if !has {
+                groups.push(Group {
+                    name: name.clone(),
+                    dir: Some(dir.clone()),
+                    files: Vec::new(),
+                    explicit: false,
+                });
+            }
+        }
+    }
+    let rows = rows_parallel(&groups, opts, &inspected);
+    // A directory's files that held nothing of selfprobe's make no row.
+    let workspaces: Vec<Workspace> = rows
+        .into_iter()
+        .filter_map(|w| {
+            if w.files.is_empty() && w.problems.is_empty() {
+                return None;
+            }
+            let useless = !w.files.is_empty()
+                && w.problems.is_empty()
+                && w.run_id.is_none()
+                && w.teardown_result.is_none()
+                && w.findings.is_empty()
+                && w.controls.iter().all(|c| c.source.is_empty());
+            if useless {
+                notes.extend(w.notes);
+                None
+            } else {
+                Some(w)
+            }
+        })
+        .collect();
+    let mut exit = Exit::Clean;
+    for w in &workspaces {
+        exit = worse(exit, w.exit);
+    }
+    if !errors.is_empty() || workspaces.is_empty() {
+        exit = Exit::ProbeFailed;
+    }
+    if workspaces.is_empty() && errors.is_empty() {
+        errors.push("no report, envelope or teardown statement was found".into());
+    }
+    Fleet {
+        workspaces,
+        errors,
+        notes,
+        exit,
+    }
+}
+
+/// The rows, on as many threads as there are CPUs (at most 8): verifying a
+/// thousand envelopes is SHA-512 and JSON parsing, and each row is
+/// independent. The order is the input's.
+fn rows_parallel(
+    groups: &[Group],
+    opts: &Options,
+    inspected: &BTreeMap<PathBuf, BTreeMap<String, Inspected>>,
+) -> Vec<Workspace> {
+    let one = |g: &Group| {
+        let i = g
+            .dir
+            .as_ref()
+            .and_then(|d| inspected.get(d))
+            .and_then(|m| m.get(&g.name));
+        row(g, opts, i)
+    };
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8)
+        .min(groups.len().max(1));
+    if threads <= 1 {
+        return groups.iter().map(one).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut out: Vec<Option<Workspace>> = (0..groups.len()).map(|_| None).collect();
+    let done: Vec<Vec<(usize, Workspace)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if i >= groups.len() {
+                            break;
+                        }
+                        mine.push((i, one(&groups[i])));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    for (i, w) in done.into_iter().flatten() {
+        out[i] = Some(w);
+    }
+    out.into_iter()
+        .enumerate()
+        .map(|(i, w)| w.unwrap_or_else(|| one(&groups[i])))
+        .collect()
+}

@@ -157,7 +157,9 @@ fn findings_html(w: &Workspace, out: &mut String) {
             .filter_map(|f| t(f, "severity").parse::<Severity>().ok())
             .max()
     };
-    codes.sort_by(|a, b| sev_of(&b.1).cmp(&sev_of(&a.1)).then(a.0.cmp(b.0)));
+    crate::util::sort::sort_by(&mut codes, |a, b| {
+        sev_of(&b.1).cmp(&sev_of(&a.1)).then(a.0.cmp(b.0))
+    });
     for (code, fs) in codes {
         let sev = sev_of(&fs).map(|s| s.as_str()).unwrap_or("info");
         let title = fs
@@ -306,7 +308,9 @@ fn row(w: &Workspace, out: &mut String) {
 
 pub fn render(f: &Fleet) -> String {
     let mut ws: Vec<&Workspace> = f.workspaces.iter().collect();
-    ws.sort_by(|a, b| badness(b).cmp(&badness(a)).then(a.name.cmp(&b.name)));
+    crate::util::sort::sort_by(&mut ws, |a, b| {
+        badness(b).cmp(&badness(a)).then(a.name.cmp(&b.name))
+    });
     let n = ws.len();
     let verified = f.verified();
     let hash = crate::util::codec::b64_encode(&crate::util::digest::sha256(SCRIPT.as_bytes()));

@@ -334,7 +334,7 @@ fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
     let mut report_env: Option<Checked> = None;
     let mut teardown: Option<Checked> = None;
     let mut files = g.files.clone();
-    files.sort();
+    crate::util::sort::sort(&mut files);
     for (role, path) in &files {
         let shown = path.display().to_string();
         let bytes = match input::read_capped(path, g.explicit) {

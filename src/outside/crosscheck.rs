@@ -652,7 +652,7 @@ fn devices(c: &mut Cmp, r: &Report, sandbox: bool) {
             }
         }
     }
-    unexplained.sort();
+    crate::util::sort::sort(&mut unexplained);
     unexplained.dedup();
     let inside = json!({"granted_seen": granted.iter().filter(|d| nodes.contains(*d)).collect::<Vec<_>>(),
         "missing": missing, "unexplained": unexplained});

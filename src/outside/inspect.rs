@@ -393,7 +393,7 @@ pub fn inspect(opts: &Options, signer: &Signer) -> Result<Inspection, InspectErr
         .inspect(&refs, Instant::now() + opts.timeout)
         .map_err(gone)?;
     let mut images: Vec<String> = records.iter().map(|r| r.image_id.clone()).collect();
-    images.sort();
+    crate::util::sort::sort(&mut images);
     images.dedup();
     let digests = engine.image_digests(&images, Instant::now() + opts.timeout);
     let shared = Shared {

@@ -72,6 +72,29 @@ struct Sockets {
     socket: Vec<EngineSocket>,
 }
 
+// Read without serde (util/embedded.rs); the tests read them both ways.
+crate::embedded_struct!(Capability { number: get "number", name: get "name", severity: get "severity", why: get "why" });
+crate::embedded_struct!(Device { pattern: get "pattern", severity: get "severity", why: get "why" });
+crate::embedded_struct!(KernelInterface { path: get "path", severity: get "severity", why: get "why" });
+crate::embedded_struct!(EngineSocket { path: get "path", engine: get "engine", api: get "api" });
+crate::embedded_enum!(SocketApi { "http" => Http, "grpc" => Grpc });
+crate::embedded_struct!(Capabilities { capability: get "capability" });
+crate::embedded_struct!(Devices { device: get "device" });
+crate::embedded_struct!(KernelInterfaces { interface: get "interface" });
+crate::embedded_struct!(Sockets { socket: get "socket" });
+
+#[cfg(test)]
+#[test]
+fn catalogs_read_as_serde_read_them() {
+    crate::util::embedded::tests::same::<Capabilities>("capabilities.toml", CAPABILITIES_TOML);
+    crate::util::embedded::tests::same::<Devices>("devices.toml", DEVICES_TOML);
+    crate::util::embedded::tests::same::<KernelInterfaces>(
+        "kernel-interfaces.toml",
+        KERNEL_INTERFACES_TOML,
+    );
+    crate::util::embedded::tests::same::<Sockets>("sockets.toml", SOCKETS_TOML);
+}
+
 /// The walks that take the prune list: the credential search
 /// (src/probe/secrets/files.rs), the workspace walk (src/probe/repro.rs),
 /// the socket search (src/probe/sockets.rs) and the artifact walk

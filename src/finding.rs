@@ -119,9 +119,34 @@ pub struct CodeInfo {
     pub remediation: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 struct CodeCatalog {
     code: Vec<CodeInfo>,
+}
+
+// Read without serde (util/embedded.rs); the tests read them both ways.
+crate::embedded_struct!(CodeInfo {
+    code: get "code",
+    severity: get "severity",
+    phase: get "phase",
+    control: get "control",
+    title: get "title",
+    explain: get "explain",
+    remediation: get "remediation",
+});
+crate::embedded_struct!(CodeCatalog { code: get "code" });
+crate::embedded_enum!(Severity {
+    "info" => Info,
+    "low" => Low,
+    "medium" => Medium,
+    "high" => High,
+    "critical" => Critical,
+});
+
+#[cfg(test)]
+#[test]
+fn codes_read_as_serde_read_them() {
+    crate::util::embedded::tests::same::<CodeCatalog>("codes.toml", CODES_TOML);
 }
 
 pub const CODES_TOML: &str = include_str!("../probes/codes.toml");

@@ -97,24 +97,76 @@ pub struct ArtifactDef {
     pub dir_names: Vec<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CachesToml {
     cache: Vec<CacheDef>,
     credential: Vec<CredentialDef>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct BrowsersToml {
     family: Vec<FamilyDef>,
     browser: Vec<BrowserDef>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ArtifactsToml {
     artifact: Vec<ArtifactDef>,
+}
+
+// Read without serde (util/embedded.rs); the tests read them both ways.
+crate::embedded_struct!(CacheDef {
+    name: get "name",
+    class: get "class",
+    sensitivity: get "sensitivity",
+    paths: get "paths",
+    env: get "env",
+    generic: or_default "generic",
+});
+crate::embedded_enum!(CredFormat {
+    "url-userinfo" => UrlUserinfo,
+    "npmrc" => Npmrc,
+    "yarnrc" => Yarnrc,
+    "xml-password" => XmlPassword,
+    "properties" => Properties,
+    "toml-token" => TomlToken,
+    "token-file" => TokenFile,
+});
+crate::embedded_struct!(CredentialDef {
+    tool: get "tool",
+    paths: get "paths",
+    workspace: get "workspace",
+    env: get "env",
+    format: get "format",
+});
+crate::embedded_struct!(FamilyDef {
+    name: get "name",
+    root_files: get "root_files",
+    profile_files: get "profile_files",
+    session_files: get "session_files",
+    debug_file: get "debug_file",
+});
+crate::embedded_struct!(BrowserDef { name: get "name", family: get "family", paths: get "paths" });
+crate::embedded_struct!(ArtifactDef {
+    class: get "class",
+    sensitivity: get "sensitivity",
+    names: get "names",
+    dirs: get "dirs",
+    dir_names: get "dir_names",
+});
+crate::embedded_struct!(CachesToml { cache: get "cache", credential: get "credential" });
+crate::embedded_struct!(BrowsersToml { family: get "family", browser: get "browser" });
+crate::embedded_struct!(ArtifactsToml { artifact: get "artifact" });
+
+#[cfg(test)]
+#[test]
+fn artifact_catalogs_read_as_serde_read_them() {
+    crate::util::embedded::tests::same::<CachesToml>("caches.toml", CACHES_TOML);
+    crate::util::embedded::tests::same::<BrowsersToml>("browsers.toml", BROWSERS_TOML);
+    crate::util::embedded::tests::same::<ArtifactsToml>("artifacts.toml", ARTIFACTS_TOML);
 }
 
 pub const CACHES_TOML: &str = include_str!("../../probes/caches.toml");

@@ -51,9 +51,42 @@ pub struct TokenSpec {
     pub header: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 struct Catalog {
     destination: Vec<Builtin>,
+}
+
+// Read without serde (util/embedded.rs); the tests read them both ways.
+crate::embedded_enum!(Kind {
+    "policy" => Policy,
+    "metadata" => Metadata,
+    "egress" => Egress,
+    "kubernetes" => Kubernetes,
+    "engine" => Engine,
+    "browser-debug" => BrowserDebug,
+});
+crate::embedded_struct!(Builtin {
+    name: get "name",
+    kind: get "kind",
+    url: get "url",
+    provider: opt "provider",
+    method: opt "method",
+    headers: or_default "headers",
+    token: opt "token",
+    why: get "why",
+});
+crate::embedded_struct!(TokenSpec {
+    method: get "method",
+    url: get "url",
+    headers: or_default "headers",
+    header: get "header",
+});
+crate::embedded_struct!(Catalog { destination: get "destination" });
+
+#[cfg(test)]
+#[test]
+fn destinations_read_as_serde_read_them() {
+    crate::util::embedded::tests::same::<Catalog>("destinations.toml", DESTINATIONS_TOML);
 }
 
 pub fn builtins() -> &'static [Builtin] {

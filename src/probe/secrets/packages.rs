@@ -44,6 +44,22 @@ struct Catalog {
     tree: Vec<TreeRule>,
 }
 
+// Read without serde (util/embedded.rs); the tests read them both ways.
+crate::embedded_struct!(TreeRule {
+    layout: get "layout",
+    kind: get "kind",
+    manager: get "manager",
+    inside: or_default "inside",
+    beside: or_default "beside",
+});
+crate::embedded_struct!(Catalog { tree: get "tree" });
+
+#[cfg(test)]
+#[test]
+fn package_trees_read_as_serde_read_them() {
+    crate::util::embedded::tests::same::<Catalog>("package-trees.toml", PACKAGE_TREES_TOML);
+}
+
 pub fn rules() -> &'static [TreeRule] {
     static C: OnceLock<Vec<TreeRule>> = OnceLock::new();
     C.get_or_init(|| {

@@ -271,6 +271,120 @@ pub struct HistoryRule {
     pub shell: String,
 }
 
+// Read without serde (util/embedded.rs); the tests read them both ways.
+crate::embedded_struct!(EnvSecrets {
+    ignore_names: get "ignore_names",
+    name: get "name",
+    value: get "value",
+    lines: get "lines",
+});
+crate::embedded_struct!(NameRule { glob: get "glob", kind: get "kind", note: opt "note" });
+crate::embedded_struct!(ValueRule {
+    prefix: opt "prefix",
+    builtin: opt "builtin",
+    kind: get "kind",
+    min_len: or_default "min_len",
+    max_len: opt "max_len",
+    charset: opt "charset",
+    note: opt "note",
+});
+crate::embedded_enum!(Builtin { "pem-private-key" => PemPrivateKey, "url-userinfo" => UrlUserinfo });
+crate::embedded_enum!(Charset {
+    "alnum" => Alnum,
+    "upper-alnum" => UpperAlnum,
+    "word" => Word,
+    "dotted" => Dotted,
+    "hex" => Hex,
+    "jwt" => Jwt,
+});
+crate::embedded_struct!(Lines { markers: get "markers" });
+crate::embedded_struct!(Credentials {
+    walk: get "walk",
+    file: get "file",
+    pointer: get "pointer",
+    token: get "token",
+    token_var: get "token_var",
+    agent: get "agent",
+    helper_path: get "helper_path",
+    helper_var: get "helper_var",
+    git: get "git",
+    history: get "history",
+    mcp: get "mcp",
+});
+crate::embedded_struct!(McpRule {
+    path: get "path",
+    place: get "place",
+    format: get "format",
+    servers: get "servers",
+    client: get "client",
+    source: get "source",
+});
+crate::embedded_enum!(McpPlace { "workspace" => Workspace, "home" => Home });
+crate::embedded_enum!(McpFormat { "json" => Json, "toml" => Toml });
+crate::embedded_struct!(Git { configs: get "configs" });
+crate::embedded_struct!(Walk { agent_sockets: get "agent_sockets" });
+crate::embedded_enum!(Check {
+    "private-key" => PrivateKey,
+    "contains" => Contains,
+    "nonempty" => Nonempty,
+    "env-file" => EnvFile,
+    "npmrc" => Npmrc,
+    "docker-auths" => DockerAuths,
+    "url-userinfo" => UrlUserinfo,
+    "git-config" => GitConfig,
+    "json-fields" => JsonFields,
+    "secret-keys" => SecretKeys,
+});
+crate::embedded_enum!(Entries {
+    "ini-sections" => IniSections,
+    "netrc-machines" => NetrcMachines,
+    "npm-registries" => NpmRegistries,
+    "url-hosts" => UrlHosts,
+    "yaml-top-keys" => YamlTopKeys,
+    "docker-auths" => DockerAuths,
+    "env-names" => EnvNames,
+    "kube-context" => KubeContext,
+});
+crate::embedded_struct!(FileRule {
+    path: get "path",
+    kind: get "kind",
+    check: get "check",
+    any: or_default "any",
+    entries: opt "entries",
+    exclude: or_default "exclude",
+    name_only: or_default "name_only",
+    max_read: opt "max_read",
+    fields: or_default "fields",
+    keys: or_default "keys",
+    jwt: opt "jwt",
+    expires: opt "expires",
+    expires_unit: opt "expires_unit",
+    refresh: opt "refresh",
+    agent: opt "agent",
+    source: opt "source",
+});
+crate::embedded_enum!(ExpiresUnit { "ms" => Ms, "s" => S, "rfc3339" => Rfc3339 });
+crate::embedded_struct!(Pointer {
+    var: get "var",
+    as_rule: get "as",
+    list: or_default "list",
+    join: opt "join",
+});
+crate::embedded_struct!(TokenRule { path: get "path", kind: get "kind", jwt_only: or_default "jwt_only" });
+crate::embedded_struct!(TokenVar { var: get "var", kind: get "kind" });
+crate::embedded_enum!(Protocol { "ssh" => Ssh, "gpg" => Gpg });
+crate::embedded_struct!(AgentRule { path: get "path", protocol: get "protocol" });
+crate::embedded_struct!(HelperPath { path: get "path", kind: get "kind" });
+crate::embedded_struct!(HelperVar { var: get "var", kind: get "kind", forwarded: get "forwarded" });
+crate::embedded_struct!(HistoryRule { path: get "path", shell: get "shell" });
+
+#[cfg(test)]
+#[test]
+fn secret_catalogs_read_as_serde_read_them() {
+    crate::util::embedded::tests::same::<EnvSecrets>("env-secrets.toml", ENV_SECRETS_TOML);
+    crate::util::embedded::tests::same::<Credentials>("credentials.toml", CREDENTIALS_TOML);
+}
+
 use crate::catalog::parse_embedded as parse;
 use crate::util::glob::matches_component;
 

@@ -48,6 +48,9 @@ impl<'a, 'i> Fields<'a, 'i> {
         Ok(Fields { table })
     }
 
+    // Out of line: called once per field of every type, inlined it was
+    // most of each type's reader.
+    #[inline(never)]
     fn value(&self, name: &str) -> Option<&'a DeValue<'i>> {
         self.table
             .iter()
@@ -56,22 +59,31 @@ impl<'a, 'i> Fields<'a, 'i> {
     }
 
     /// A field that must be there.
+    #[inline(never)]
     pub fn get<T: Embedded>(&self, name: &str) -> Result<T, String> {
         self.opt(name)?
             .ok_or_else(|| format!("missing field `{name}`"))
     }
 
     /// A field that may be missing (`Option`).
+    #[inline(never)]
     pub fn opt<T: Embedded>(&self, name: &str) -> Result<Option<T>, String> {
         self.value(name)
-            .map(|v| T::read(v).map_err(|e| format!("{name}: {e}")))
+            .map(|v| T::read(v).map_err(|e| at_field(name, e)))
             .transpose()
     }
 
     /// A field that is its type's default when missing (`#[serde(default)]`).
+    #[inline(never)]
     pub fn or_default<T: Embedded + Default>(&self, name: &str) -> Result<T, String> {
         Ok(self.opt(name)?.unwrap_or_default())
     }
+}
+
+/// A field's error, with its name.
+#[inline(never)]
+fn at_field(name: &str, e: String) -> String {
+    format!("{name}: {e}")
 }
 
 impl Embedded for String {
@@ -114,15 +126,21 @@ embedded_uint!(u8, u32, u64, usize);
 
 impl<T: Embedded> Embedded for Vec<T> {
     fn read(v: &DeValue<'_>) -> Result<Self, String> {
-        match v {
-            DeValue::Array(a) => a
-                .iter()
-                .enumerate()
-                .map(|(i, x)| T::read(x.get_ref()).map_err(|e| format!("[{i}]: {e}")))
-                .collect(),
-            _ => Err("expected an array".into()),
+        let DeValue::Array(a) = v else {
+            return Err("expected an array".into());
+        };
+        let mut out = Vec::with_capacity(a.len());
+        for (i, x) in a.iter().enumerate() {
+            out.push(T::read(x.get_ref()).map_err(|e| at_index(i, e))?);
         }
+        Ok(out)
     }
+}
+
+/// An element's error, with where it is.
+#[inline(never)]
+fn at_index(i: usize, e: String) -> String {
+    format!("[{i}]: {e}")
 }
 
 /// A unit enum read from its name, as `#[serde(rename_all = …)]` names it:

@@ -99,13 +99,33 @@ impl Gathered {
     }
 }
 
+/// ring's provider with its AES-GCM suites only, TLS 1.3 and 1.2: every
+/// TLS 1.3 server has AES-128-GCM (RFC 8446 §9.1) and TLS 1.2 servers offer
+/// AES-GCM; ChaCha20-Poly1305, the suite for clients without AES in
+/// hardware, was 50 KB of the shipped binary (bench/RESULTS.md, "Size,
+/// issue 24").
+fn provider() -> CryptoProvider {
+    use rustls::crypto::ring::cipher_suite as cs;
+    CryptoProvider {
+        cipher_suites: vec![
+            cs::TLS13_AES_256_GCM_SHA384,
+            cs::TLS13_AES_128_GCM_SHA256,
+            cs::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+            cs::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+            cs::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+            cs::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+        ],
+        ..rustls::crypto::ring::default_provider()
+    }
+}
+
 impl Tls {
     /// The roots the workspace's own tools would trust, as OpenSSL, Go and
     /// curl find them: SSL_CERT_FILE or the distribution's bundle, plus the
     /// directories in SSL_CERT_DIR (where a corporate CA is often added).
     /// Without any, the embedded roots.
     pub fn load(host: &Host) -> Tls {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = Arc::new(provider());
         let mut tried = Vec::new();
         let mut used = Vec::new();
         let mut got = Gathered {

@@ -99,13 +99,15 @@ impl Gathered {
     }
 }
 
-/// ring's provider with its AES-GCM suites only, TLS 1.3 and 1.2: every
-/// TLS 1.3 server has AES-128-GCM (RFC 8446 §9.1) and TLS 1.2 servers offer
-/// AES-GCM; ChaCha20-Poly1305, the suite for clients without AES in
-/// hardware, was 50 KB of the shipped binary (bench/RESULTS.md, "Size,
-/// issue 24").
+/// ring's provider as rustls's `default_provider()` makes it, but with the
+/// AES-GCM suites only, TLS 1.3 and 1.2: every TLS 1.3 server has
+/// AES-128-GCM (RFC 8446 §9.1) and TLS 1.2 servers offer AES-GCM;
+/// ChaCha20-Poly1305, the suite for clients without AES in hardware, was
+/// 50 KB of the shipped binary (bench/RESULTS.md, "Size, issue 24").
+/// Field by field, since calling `default_provider()` at all keeps every
+/// suite it lists.
 fn provider() -> CryptoProvider {
-    use rustls::crypto::ring::cipher_suite as cs;
+    use rustls::crypto::ring::{cipher_suite as cs, kx_group};
     CryptoProvider {
         cipher_suites: vec![
             cs::TLS13_AES_256_GCM_SHA384,
@@ -115,7 +117,100 @@ fn provider() -> CryptoProvider {
             cs::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
             cs::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
         ],
-        ..rustls::crypto::ring::default_provider()
+        kx_groups: vec![kx_group::X25519, kx_group::SECP256R1, kx_group::SECP384R1],
+        signature_verification_algorithms: SIGNATURE_ALGORITHMS,
+        secure_random: &Random,
+        key_provider: &NoClientKeys,
+    }
+}
+
+/// rustls's ring provider's signature algorithms (its SUPPORTED_SIG_ALGS).
+static SIGNATURE_ALGORITHMS: rustls::crypto::WebPkiSupportedAlgorithms =
+    rustls::crypto::WebPkiSupportedAlgorithms {
+        all: &[
+            webpki::ring::ECDSA_P256_SHA256,
+            webpki::ring::ECDSA_P256_SHA384,
+            webpki::ring::ECDSA_P384_SHA256,
+            webpki::ring::ECDSA_P384_SHA384,
+            webpki::ring::ED25519,
+            webpki::ring::RSA_PSS_2048_8192_SHA256_LEGACY_KEY,
+            webpki::ring::RSA_PSS_2048_8192_SHA384_LEGACY_KEY,
+            webpki::ring::RSA_PSS_2048_8192_SHA512_LEGACY_KEY,
+            webpki::ring::RSA_PKCS1_2048_8192_SHA256,
+            webpki::ring::RSA_PKCS1_2048_8192_SHA384,
+            webpki::ring::RSA_PKCS1_2048_8192_SHA512,
+            webpki::ring::RSA_PKCS1_2048_8192_SHA256_ABSENT_PARAMS,
+            webpki::ring::RSA_PKCS1_2048_8192_SHA384_ABSENT_PARAMS,
+            webpki::ring::RSA_PKCS1_2048_8192_SHA512_ABSENT_PARAMS,
+        ],
+        mapping: &[
+            (
+                SignatureScheme::ECDSA_NISTP384_SHA384,
+                &[
+                    webpki::ring::ECDSA_P384_SHA384,
+                    webpki::ring::ECDSA_P256_SHA384,
+                ],
+            ),
+            (
+                SignatureScheme::ECDSA_NISTP256_SHA256,
+                &[
+                    webpki::ring::ECDSA_P256_SHA256,
+                    webpki::ring::ECDSA_P384_SHA256,
+                ],
+            ),
+            (SignatureScheme::ED25519, &[webpki::ring::ED25519]),
+            (
+                SignatureScheme::RSA_PSS_SHA512,
+                &[webpki::ring::RSA_PSS_2048_8192_SHA512_LEGACY_KEY],
+            ),
+            (
+                SignatureScheme::RSA_PSS_SHA384,
+                &[webpki::ring::RSA_PSS_2048_8192_SHA384_LEGACY_KEY],
+            ),
+            (
+                SignatureScheme::RSA_PSS_SHA256,
+                &[webpki::ring::RSA_PSS_2048_8192_SHA256_LEGACY_KEY],
+            ),
+            (
+                SignatureScheme::RSA_PKCS1_SHA512,
+                &[webpki::ring::RSA_PKCS1_2048_8192_SHA512],
+            ),
+            (
+                SignatureScheme::RSA_PKCS1_SHA384,
+                &[webpki::ring::RSA_PKCS1_2048_8192_SHA384],
+            ),
+            (
+                SignatureScheme::RSA_PKCS1_SHA256,
+                &[webpki::ring::RSA_PKCS1_2048_8192_SHA256],
+            ),
+        ],
+    };
+
+/// The provider's randomness: ring's, as rustls's ring provider has it.
+#[derive(Debug)]
+struct Random;
+
+impl rustls::crypto::SecureRandom for Random {
+    fn fill(&self, buf: &mut [u8]) -> Result<(), rustls::crypto::GetRandomFailed> {
+        use ring::rand::SecureRandom as _;
+        ring::rand::SystemRandom::new()
+            .fill(buf)
+            .map_err(|_| rustls::crypto::GetRandomFailed)
+    }
+}
+
+/// selfprobe presents no client certificate, so it loads no key.
+#[derive(Debug)]
+struct NoClientKeys;
+
+impl rustls::crypto::KeyProvider for NoClientKeys {
+    fn load_private_key(
+        &self,
+        _key: rustls::pki_types::PrivateKeyDer<'static>,
+    ) -> Result<Arc<dyn rustls::sign::SigningKey>, rustls::Error> {
+        Err(rustls::Error::General(
+            "selfprobe presents no client certificate".into(),
+        ))
     }
 }
 

@@ -9,7 +9,7 @@
 # The envelopes: one real signed run in the clean container of
 # bench/workspaces.sh (FROM scratch, --read-only, --cap-drop=all, --user
 # 1000:1000, --network none), its envelope and report copied into FLEET
-# workspaces of an inspection directory (CONTRACTS.md: NAME.json,
+# workspaces of an inspection directory (docs/inspection-directory.md: NAME.json,
 # NAME.intoto.json, nonces, signing.pub). Each copy is read, parsed and
 # verified on its own, so the work is that of FLEET distinct ones.
 # Wall time and peak RSS of the selfprobe process alone, by bench/maxrss.rs

@@ -1,6 +1,6 @@
 //! What `diff` and `summary` read: reports, DSSE envelopes and teardown
 //! statements, given as files or found in directories (an inspection's
-//! `--out-dir`, CONTRACTS.md, or reports copied by hand). Bounded: every file
+//! `--out-dir`, docs/inspection-directory.md, or reports copied by hand). Bounded: every file
 //! is read with a size cap and without blocking on a FIFO, a directory walk
 //! never follows a symlink and stops at a depth and a file count, and each
 //! input that cannot be used is named with its path and why.

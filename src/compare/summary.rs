@@ -503,7 +503,7 @@ fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
         }
         let ti = CONTROLS.iter().position(|c| c.key == "teardown");
         // The host's evidence of teardown replaces the report's own, but only
-        // once it verified (CONTRACTS.md).
+        // once it verified (docs/inspection-directory.md).
         if let (Some(i), true) = (ti, teardown.as_ref().is_some_and(|c| c.verified)) {
             let assessed = str_at(t, "/control/status").as_deref() == Some("assessed");
             w.controls[i] = Cell {

@@ -42,7 +42,7 @@ pub struct Comparison {
     pub note: Option<String>,
 }
 
-/// The contract's disagreement entry (CONTRACTS.md).
+/// The contract's disagreement entry (docs/inspection-directory.md).
 #[derive(Debug, Clone, Serialize)]
 pub struct Disagreement {
     pub fact: String,

@@ -2,7 +2,7 @@
 //! it with a fresh nonce and the key on its stdin, verify what comes back,
 //! check it against the engine's record, plant canaries in its volumes for
 //! `teardown`, remove the probe, and write the inspection directory
-//! (CONTRACTS.md).
+//! (docs/inspection-directory.md).
 //!
 //! What comes back from a container is untrusted input: its output is
 //! capped (a flood is killed at the cap), every step has a deadline inside
@@ -233,7 +233,7 @@ impl ContainerResult {
     }
 }
 
-/// `<name>` for file names (CONTRACTS.md): the engine's characters kept,
+/// `<name>` for file names (docs/inspection-directory.md): the engine's characters kept,
 /// any other replaced by `_`, never `.` or `..`.
 pub fn file_stem(name: &str) -> String {
     let mut s: String = name

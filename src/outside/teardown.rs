@@ -3,7 +3,7 @@
 //! anonymous and named volume) and look in what remains for the canaries
 //! the inspection planted; volumes the policy's `[[retain]]` list owns are
 //! kept on purpose. Each container gets a signed in-toto statement
-//! (CONTRACTS.md, predicate type `attest::TEARDOWN_PREDICATE_TYPE`), and
+//! (docs/inspection-directory.md, predicate type `attest::TEARDOWN_PREDICATE_TYPE`), and
 //! the Teardown control its score from what the host saw.
 //!
 //! A canary is read from the volume's directory on the host (`volume
@@ -135,7 +135,7 @@ pub struct Teardown {
 }
 
 pub const RUN_SCHEMA: &str = "https://selfprobe.dev/schema/teardown-run/v1";
-/// The files teardown adds to the inspection directory (CONTRACTS.md);
+/// The files teardown adds to the inspection directory (docs/inspection-directory.md);
 /// spelt with concat! so no literal looks like a finding code.
 pub const PUBKEY_FILE: &str = concat!("teardown", ".pub");
 pub const JSON_FILE: &str = concat!("teardown", ".json");
@@ -619,7 +619,7 @@ fn decide(t: &mut ContainerTeardown) {
     t.exit = exit;
 }
 
-/// The signed teardown statement (CONTRACTS.md).
+/// The signed teardown statement (docs/inspection-directory.md).
 fn statement(
     t: &ContainerTeardown,
     signer: &Signer,

@@ -1,5 +1,5 @@
 //! `selfprobe diff` and `selfprobe summary` on fixture trees' reports and
-//! hand-made inspection directories (CONTRACTS.md): what the platform
+//! hand-made inspection directories (docs/inspection-directory.md): what the platform
 //! facts and the resolver read from a tree, the states of a diff, the
 //! policy's `[parity] allow`, and every way an input can be bad: each named
 //! with its path, none followed through a symlink, none hanging (a FIFO),
@@ -315,7 +315,7 @@ fn sh(cmd: &mut Command) {
     );
 }
 
-/// An inspection directory made by hand (CONTRACTS.md) from fixture runs:
+/// An inspection directory made by hand (docs/inspection-directory.md) from fixture runs:
 /// signed reports with their nonces, a teardown statement signed by a
 /// second key, an inspection.json with one container it could not probe,
 /// and what a directory also holds (package.json, a symlink, a FIFO).

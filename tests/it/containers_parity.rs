@@ -539,7 +539,7 @@ fn rootful_and_rootless_podman_differ_in_rootless_and_capabilities() {
     );
 }
 
-/// The four runs as an inspection directory (CONTRACTS.md): reports,
+/// The four runs as an inspection directory (docs/inspection-directory.md): reports,
 /// envelopes, nonces, signing.pub; the rootless one's envelope changed
 /// after signing.
 fn fleet_dir(name: &str, c: &Common, sides: &[&Side]) -> PathBuf {

@@ -279,4 +279,62 @@ fn teardown_finds_what_survived_and_what_the_policy_retains() {
         c["statement"].as_str().unwrap(),
         c["nonce"].as_str().unwrap(),
     );
+
+    // 3. What inspect and teardown wrote is what summary reads (issue 22,
+    // point 4): both directories, their nonces, the keys that signed the
+    // reports and the statements, the binary that was placed. Each
+    // workspace verifies, and its Teardown column is the host's evidence.
+    summary_reads_the_inspection_directories(&tmp.path, &[(&d1, &c1.name), (&d2, &c2.name)]);
+}
+
+fn summary_reads_the_inspection_directories(tmp: &std::path::Path, dirs: &[(&str, &str)]) {
+    let mut nonces = String::new();
+    for (d, _) in dirs {
+        nonces.push_str(&std::fs::read_to_string(format!("{d}/nonces")).unwrap());
+    }
+    let nf = tmp.join("all.nonces");
+    std::fs::write(&nf, nonces).unwrap();
+    let bin_sha = {
+        use sha2::{Digest, Sha256};
+        let b = std::fs::read(shipped::bin()).unwrap();
+        format!("{:x}", Sha256::digest(&b))
+    };
+    let summary = |extra: &[&str]| {
+        let mut cmd = Command::new(shipped::bin());
+        cmd.args(["summary", "--format", "json", "--nonces"])
+            .arg(&nf)
+            .args(["--pubkey", &format!("{}/signing.pub", dirs[0].0)])
+            .args(["--pubkey", &format!("{}/teardown.pub", dirs[0].0)])
+            .args(extra);
+        for (d, _) in dirs {
+            cmd.arg(d);
+        }
+        run_measured(cmd, Duration::from_secs(60))
+    };
+    let ran = summary(&["--binary-sha256", &bin_sha]);
+    let v: Value = serde_json::from_str(&ran.stdout)
+        .unwrap_or_else(|e| panic!("summary: not JSON ({e}):\n{}\n{}", ran.stdout, ran.stderr));
+    let rows = v["workspaces"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(
+        rows.len(),
+        dirs.len(),
+        "one row per inspected container: {v:#}"
+    );
+    for ((_, name), want) in dirs.iter().zip(["remains", "retained"]) {
+        let row = rows
+            .iter()
+            .find(|r| r["name"] == *name)
+            .unwrap_or_else(|| panic!("no row for {name}: {v:#}"));
+        assert_eq!(row["verified"], true, "{row:#}");
+        assert_eq!(row["teardown_result"], want, "{row:#}");
+        let td = &row["controls"]["teardown"];
+        assert_eq!(td["source"], "teardown statement", "{td:#}");
+        assert_eq!(td["score"], if want == "remains" { 1 } else { 2 }, "{td:#}");
+    }
+    assert_eq!(ran.code, 1, "a teardown that remains is 1: {}", ran.stderr);
+    // Another binary than the one placed: nothing verifies, exit 3.
+    let ran = summary(&["--binary-sha256", &"ab".repeat(32)]);
+    assert_eq!(ran.code, 3, "{}\n{}", ran.stdout, ran.stderr);
 }

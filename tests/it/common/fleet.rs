@@ -1,5 +1,5 @@
 //! Helpers for the `diff` and `summary` suites: inspection directories
-//! built by hand following /work/CONTRACTS.md (the inspect and teardown
+//! built by hand following docs/inspection-directory.md (the inspect and teardown
 //! commands are another branch's), from real reports and envelopes; a
 //! teardown statement signed as `selfprobe teardown` signs one; an envelope
 //! changed after signing; the canaries' grep; and headless Chromium.
@@ -25,7 +25,7 @@ pub fn signer(key: &Path) -> keys::Signer {
         .expect("a key")
 }
 
-/// A teardown statement (CONTRACTS.md, "The teardown statement") for
+/// A teardown statement (docs/inspection-directory.md, "The teardown statement") for
 /// `container`, signed by `key`: the envelope's JSON.
 pub fn teardown_statement(
     key: &Path,

@@ -73,15 +73,15 @@ struct Sockets {
 }
 
 // Read without serde (util/embedded.rs); the tests read them both ways.
-crate::embedded_struct!(Capability { number: get "number", name: get "name", severity: get "severity", why: get "why" });
-crate::embedded_struct!(Device { pattern: get "pattern", severity: get "severity", why: get "why" });
-crate::embedded_struct!(KernelInterface { path: get "path", severity: get "severity", why: get "why" });
-crate::embedded_struct!(EngineSocket { path: get "path", engine: get "engine", api: get "api" });
+crate::embedded_struct!(Capability { get [number, name, severity, why] });
+crate::embedded_struct!(Device { get [pattern, severity, why] });
+crate::embedded_struct!(KernelInterface { get [path, severity, why] });
+crate::embedded_struct!(EngineSocket { get [path, engine, api] });
 crate::embedded_enum!(SocketApi { "http" => Http, "grpc" => Grpc });
-crate::embedded_struct!(Capabilities { capability: get "capability" });
-crate::embedded_struct!(Devices { device: get "device" });
-crate::embedded_struct!(KernelInterfaces { interface: get "interface" });
-crate::embedded_struct!(Sockets { socket: get "socket" });
+crate::embedded_struct!(Capabilities { get [capability] });
+crate::embedded_struct!(Devices { get [device] });
+crate::embedded_struct!(KernelInterfaces { get [interface] });
+crate::embedded_struct!(Sockets { get [socket] });
 
 #[cfg(test)]
 #[test]

@@ -126,15 +126,9 @@ struct CodeCatalog {
 
 // Read without serde (util/embedded.rs); the tests read them both ways.
 crate::embedded_struct!(CodeInfo {
-    code: get "code",
-    severity: get "severity",
-    phase: get "phase",
-    control: get "control",
-    title: get "title",
-    explain: get "explain",
-    remediation: get "remediation",
+    get [code, severity, phase, control, title, explain, remediation]
 });
-crate::embedded_struct!(CodeCatalog { code: get "code" });
+crate::embedded_struct!(CodeCatalog { get [code] });
 crate::embedded_enum!(Severity {
     "info" => Info,
     "low" => Low,

@@ -119,12 +119,8 @@ struct ArtifactsToml {
 
 // Read without serde (util/embedded.rs); the tests read them both ways.
 crate::embedded_struct!(CacheDef {
-    name: get "name",
-    class: get "class",
-    sensitivity: get "sensitivity",
-    paths: get "paths",
-    env: get "env",
-    generic: or_default "generic",
+    get [name, class, sensitivity, paths, env]
+    or_default [generic]
 });
 crate::embedded_enum!(CredFormat {
     "url-userinfo" => UrlUserinfo,
@@ -135,31 +131,15 @@ crate::embedded_enum!(CredFormat {
     "toml-token" => TomlToken,
     "token-file" => TokenFile,
 });
-crate::embedded_struct!(CredentialDef {
-    tool: get "tool",
-    paths: get "paths",
-    workspace: get "workspace",
-    env: get "env",
-    format: get "format",
-});
+crate::embedded_struct!(CredentialDef { get [tool, paths, workspace, env, format] });
 crate::embedded_struct!(FamilyDef {
-    name: get "name",
-    root_files: get "root_files",
-    profile_files: get "profile_files",
-    session_files: get "session_files",
-    debug_file: get "debug_file",
+    get [name, root_files, profile_files, session_files, debug_file]
 });
-crate::embedded_struct!(BrowserDef { name: get "name", family: get "family", paths: get "paths" });
-crate::embedded_struct!(ArtifactDef {
-    class: get "class",
-    sensitivity: get "sensitivity",
-    names: get "names",
-    dirs: get "dirs",
-    dir_names: get "dir_names",
-});
-crate::embedded_struct!(CachesToml { cache: get "cache", credential: get "credential" });
-crate::embedded_struct!(BrowsersToml { family: get "family", browser: get "browser" });
-crate::embedded_struct!(ArtifactsToml { artifact: get "artifact" });
+crate::embedded_struct!(BrowserDef { get [name, family, paths] });
+crate::embedded_struct!(ArtifactDef { get [class, sensitivity, names, dirs, dir_names] });
+crate::embedded_struct!(CachesToml { get [cache, credential] });
+crate::embedded_struct!(BrowsersToml { get [family, browser] });
+crate::embedded_struct!(ArtifactsToml { get [artifact] });
 
 #[cfg(test)]
 #[test]

@@ -163,19 +163,35 @@ macro_rules! embedded_enum {
     };
 }
 
-/// A struct read field by field, each with how it is read: `get` (must
-/// be there), `opt` (an `Option`), `or_default` (`#[serde(default)]`), and
-/// the key it is read from:
-/// `embedded_struct!(Pointer { var: get "var", as_rule: get "as" });`
+/// A struct read field by field, the fields grouped by how they are read:
+/// `get` (must be there), `opt` (an `Option`), `or_default`
+/// (`#[serde(default)]`); a field's key is its name unless one is given:
+/// `embedded_struct!(Pointer { get [var, as_rule = "as"] opt [note] });`
 #[macro_export]
 macro_rules! embedded_struct {
-    ($t:ident { $($field:ident : $mode:ident $name:literal),* $(,)? }) => {
+    ($t:ident { $($mode:ident [$($field:ident $(= $name:literal)?),* $(,)?])* }) => {
         impl $crate::util::embedded::Embedded for $t {
             fn read(v: &toml::de::DeValue<'_>) -> Result<Self, String> {
-                let f = $crate::util::embedded::Fields::of(v, &[$($name),*])?;
-                Ok($t { $($field: f.$mode($name)?,)* })
+                let f = $crate::util::embedded::Fields::of(
+                    v,
+                    &[$($($crate::embedded_key!($field $($name)?),)*)*],
+                )?;
+                Ok($t { $($($field: f.$mode($crate::embedded_key!($field $($name)?))?,)*)* })
             }
         }
+    };
+}
+
+/// The key of a field of `embedded_struct!`: the one given, else the
+/// field's own name.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! embedded_key {
+    ($field:ident) => {
+        stringify!($field)
+    };
+    ($field:ident $name:literal) => {
+        $name
     };
 }
 

@@ -66,22 +66,12 @@ crate::embedded_enum!(Kind {
     "browser-debug" => BrowserDebug,
 });
 crate::embedded_struct!(Builtin {
-    name: get "name",
-    kind: get "kind",
-    url: get "url",
-    provider: opt "provider",
-    method: opt "method",
-    headers: or_default "headers",
-    token: opt "token",
-    why: get "why",
+    get [name, kind, url, why]
+    opt [provider, method, token]
+    or_default [headers]
 });
-crate::embedded_struct!(TokenSpec {
-    method: get "method",
-    url: get "url",
-    headers: or_default "headers",
-    header: get "header",
-});
-crate::embedded_struct!(Catalog { destination: get "destination" });
+crate::embedded_struct!(TokenSpec { get [method, url, header] or_default [headers] });
+crate::embedded_struct!(Catalog { get [destination] });
 
 #[cfg(test)]
 #[test]

@@ -45,14 +45,8 @@ struct Catalog {
 }
 
 // Read without serde (util/embedded.rs); the tests read them both ways.
-crate::embedded_struct!(TreeRule {
-    layout: get "layout",
-    kind: get "kind",
-    manager: get "manager",
-    inside: or_default "inside",
-    beside: or_default "beside",
-});
-crate::embedded_struct!(Catalog { tree: get "tree" });
+crate::embedded_struct!(TreeRule { get [layout, kind, manager] or_default [inside, beside] });
+crate::embedded_struct!(Catalog { get [tree] });
 
 #[cfg(test)]
 #[test]

@@ -272,21 +272,12 @@ pub struct HistoryRule {
 }
 
 // Read without serde (util/embedded.rs); the tests read them both ways.
-crate::embedded_struct!(EnvSecrets {
-    ignore_names: get "ignore_names",
-    name: get "name",
-    value: get "value",
-    lines: get "lines",
-});
-crate::embedded_struct!(NameRule { glob: get "glob", kind: get "kind", note: opt "note" });
+crate::embedded_struct!(EnvSecrets { get [ignore_names, name, value, lines] });
+crate::embedded_struct!(NameRule { get [glob, kind] opt [note] });
 crate::embedded_struct!(ValueRule {
-    prefix: opt "prefix",
-    builtin: opt "builtin",
-    kind: get "kind",
-    min_len: or_default "min_len",
-    max_len: opt "max_len",
-    charset: opt "charset",
-    note: opt "note",
+    opt [prefix, builtin, max_len, charset, note]
+    get [kind]
+    or_default [min_len]
 });
 crate::embedded_enum!(Builtin { "pem-private-key" => PemPrivateKey, "url-userinfo" => UrlUserinfo });
 crate::embedded_enum!(Charset {
@@ -297,32 +288,15 @@ crate::embedded_enum!(Charset {
     "hex" => Hex,
     "jwt" => Jwt,
 });
-crate::embedded_struct!(Lines { markers: get "markers" });
+crate::embedded_struct!(Lines { get [markers] });
 crate::embedded_struct!(Credentials {
-    walk: get "walk",
-    file: get "file",
-    pointer: get "pointer",
-    token: get "token",
-    token_var: get "token_var",
-    agent: get "agent",
-    helper_path: get "helper_path",
-    helper_var: get "helper_var",
-    git: get "git",
-    history: get "history",
-    mcp: get "mcp",
+    get [walk, file, pointer, token, token_var, agent, helper_path, helper_var, git, history, mcp]
 });
-crate::embedded_struct!(McpRule {
-    path: get "path",
-    place: get "place",
-    format: get "format",
-    servers: get "servers",
-    client: get "client",
-    source: get "source",
-});
+crate::embedded_struct!(McpRule { get [path, place, format, servers, client, source] });
 crate::embedded_enum!(McpPlace { "workspace" => Workspace, "home" => Home });
 crate::embedded_enum!(McpFormat { "json" => Json, "toml" => Toml });
-crate::embedded_struct!(Git { configs: get "configs" });
-crate::embedded_struct!(Walk { agent_sockets: get "agent_sockets" });
+crate::embedded_struct!(Git { get [configs] });
+crate::embedded_struct!(Walk { get [agent_sockets] });
 crate::embedded_enum!(Check {
     "private-key" => PrivateKey,
     "contains" => Contains,
@@ -346,37 +320,19 @@ crate::embedded_enum!(Entries {
     "kube-context" => KubeContext,
 });
 crate::embedded_struct!(FileRule {
-    path: get "path",
-    kind: get "kind",
-    check: get "check",
-    any: or_default "any",
-    entries: opt "entries",
-    exclude: or_default "exclude",
-    name_only: or_default "name_only",
-    max_read: opt "max_read",
-    fields: or_default "fields",
-    keys: or_default "keys",
-    jwt: opt "jwt",
-    expires: opt "expires",
-    expires_unit: opt "expires_unit",
-    refresh: opt "refresh",
-    agent: opt "agent",
-    source: opt "source",
+    get [path, kind, check]
+    or_default [any, exclude, name_only, fields, keys]
+    opt [entries, max_read, jwt, expires, expires_unit, refresh, agent, source]
 });
 crate::embedded_enum!(ExpiresUnit { "ms" => Ms, "s" => S, "rfc3339" => Rfc3339 });
-crate::embedded_struct!(Pointer {
-    var: get "var",
-    as_rule: get "as",
-    list: or_default "list",
-    join: opt "join",
-});
-crate::embedded_struct!(TokenRule { path: get "path", kind: get "kind", jwt_only: or_default "jwt_only" });
-crate::embedded_struct!(TokenVar { var: get "var", kind: get "kind" });
+crate::embedded_struct!(Pointer { get [var, as_rule = "as"] or_default [list] opt [join] });
+crate::embedded_struct!(TokenRule { get [path, kind] or_default [jwt_only] });
+crate::embedded_struct!(TokenVar { get [var, kind] });
 crate::embedded_enum!(Protocol { "ssh" => Ssh, "gpg" => Gpg });
-crate::embedded_struct!(AgentRule { path: get "path", protocol: get "protocol" });
-crate::embedded_struct!(HelperPath { path: get "path", kind: get "kind" });
-crate::embedded_struct!(HelperVar { var: get "var", kind: get "kind", forwarded: get "forwarded" });
-crate::embedded_struct!(HistoryRule { path: get "path", shell: get "shell" });
+crate::embedded_struct!(AgentRule { get [path, protocol] });
+crate::embedded_struct!(HelperPath { get [path, kind] });
+crate::embedded_struct!(HelperVar { get [var, kind, forwarded] });
+crate::embedded_struct!(HistoryRule { get [path, shell] });
 
 #[cfg(test)]
 #[test]

@@ -72,6 +72,29 @@ struct Sockets {
     socket: Vec<EngineSocket>,
 }
 
+// Read without serde (util/embedded.rs); the tests read them both ways.
+crate::embedded_struct!(Capability { get [number, name, severity, why] });
+crate::embedded_struct!(Device { get [pattern, severity, why] });
+crate::embedded_struct!(KernelInterface { get [path, severity, why] });
+crate::embedded_struct!(EngineSocket { get [path, engine, api] });
+crate::embedded_enum!(SocketApi { "http" => Http, "grpc" => Grpc });
+crate::embedded_struct!(Capabilities { get [capability] });
+crate::embedded_struct!(Devices { get [device] });
+crate::embedded_struct!(KernelInterfaces { get [interface] });
+crate::embedded_struct!(Sockets { get [socket] });
+
+#[cfg(test)]
+#[test]
+fn catalogs_read_as_serde_read_them() {
+    crate::util::embedded::tests::same::<Capabilities>("capabilities.toml", CAPABILITIES_TOML);
+    crate::util::embedded::tests::same::<Devices>("devices.toml", DEVICES_TOML);
+    crate::util::embedded::tests::same::<KernelInterfaces>(
+        "kernel-interfaces.toml",
+        KERNEL_INTERFACES_TOML,
+    );
+    crate::util::embedded::tests::same::<Sockets>("sockets.toml", SOCKETS_TOML);
+}
+
 /// The walks that take the prune list: the credential search
 /// (src/probe/secrets/files.rs), the workspace walk (src/probe/repro.rs),
 /// the socket search (src/probe/sockets.rs) and the artifact walk
@@ -195,20 +218,9 @@ pub const DEVICES_TOML: &str = include_str!("../probes/devices.toml");
 pub const KERNEL_INTERFACES_TOML: &str = include_str!("../probes/kernel-interfaces.toml");
 pub const SOCKETS_TOML: &str = include_str!("../probes/sockets.toml");
 
-/// Parses an embedded catalog (probes/*.toml, compiled in and checked by the
-/// tests). Through a `toml::Table` and a JSON value rather than straight
-/// into `T`: serde's TOML deserializer is instantiated once per target type,
-/// about 7 KiB each, and the catalogs' types made that 0.2 MB of the binary;
-/// the JSON one, already linked for reports, costs far less per type. The
-/// user's policy file still goes straight through TOML, for its line numbers.
-pub fn parse_embedded<T: serde::de::DeserializeOwned>(name: &str, text: &str) -> T {
-    let table = text
-        .parse::<toml::Table>()
-        .unwrap_or_else(|e| panic!("embedded catalog {name} is invalid: {e}"));
-    serde_json::to_value(table)
-        .and_then(serde_json::from_value)
-        .unwrap_or_else(|e| panic!("embedded catalog {name} is invalid: {e}"))
-}
+/// Parses an embedded catalog (probes/*.toml, compiled in and checked by
+/// the tests): util/embedded.rs.
+pub use crate::util::embedded::parse as parse_embedded;
 
 pub fn capabilities() -> &'static [Capability] {
     static C: OnceLock<Vec<Capability>> = OnceLock::new();

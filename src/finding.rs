@@ -7,9 +7,9 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
+use crate::util::digest::Sha256;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -119,9 +119,28 @@ pub struct CodeInfo {
     pub remediation: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 struct CodeCatalog {
     code: Vec<CodeInfo>,
+}
+
+// Read without serde (util/embedded.rs); the tests read them both ways.
+crate::embedded_struct!(CodeInfo {
+    get [code, severity, phase, control, title, explain, remediation]
+});
+crate::embedded_struct!(CodeCatalog { get [code] });
+crate::embedded_enum!(Severity {
+    "info" => Info,
+    "low" => Low,
+    "medium" => Medium,
+    "high" => High,
+    "critical" => Critical,
+});
+
+#[cfg(test)]
+#[test]
+fn codes_read_as_serde_read_them() {
+    crate::util::embedded::tests::same::<CodeCatalog>("codes.toml", CODES_TOML);
 }
 
 pub const CODES_TOML: &str = include_str!("../probes/codes.toml");
@@ -131,9 +150,7 @@ pub fn catalog() -> &'static [CodeInfo] {
     CATALOG.get_or_init(|| {
         // The catalog is compiled in and checked by a test, so a parse
         // failure here is a build defect, not bad input.
-        toml::from_str::<CodeCatalog>(CODES_TOML)
-            .expect("probes/codes.toml is embedded and validated by tests")
-            .code
+        crate::util::embedded::parse::<CodeCatalog>("codes.toml", CODES_TOML).code
     })
 }
 
@@ -224,7 +241,7 @@ pub fn finding_id(code: &str, subject: &str) -> String {
     h.update(code.as_bytes());
     h.update([0]);
     h.update(subject.as_bytes());
-    let d = h.finalize();
+    let d = h.finish();
     crate::util::codec::hex(&d[..6])
 }
 

@@ -558,9 +558,11 @@ fn inherited_ignore(sig: nix::sys::signal::Signal) -> bool {
 
 /// SHA-256 of the running binary, so a report names exactly what made it.
 pub fn self_sha256() -> Option<String> {
-    use sha2::{Digest, Sha256};
+    // ring's digest directly, not util::digest: util reads through Host, and
+    // the two must not import each other (tests/it/layout.rs).
+    use ring::digest::{Context, SHA256};
     let mut f = File::open("/proc/self/exe").ok()?;
-    let mut h = Sha256::new();
+    let mut h = Context::new(&SHA256);
     let mut buf = vec![0u8; 1 << 16];
     loop {
         let n = f.read(&mut buf).ok()?;
@@ -569,22 +571,27 @@ pub fn self_sha256() -> Option<String> {
         }
         h.update(&buf[..n]);
     }
-    // sha2's digest prints itself as lower-case hex.
-    Some(format!("{:x}", h.finalize()))
+    Some(
+        h.finish()
+            .as_ref()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+    )
 }
 
 /// A random run id; falls back to a hash of time and pid where
 /// /dev/urandom is missing (a bare FROM scratch image without /dev).
 pub fn run_id() -> String {
-    use sha2::{Digest, Sha256};
     let mut bytes = [0u8; 8];
     let ok = File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
         .is_ok();
     if !ok {
-        let mut h = Sha256::new();
-        h.update(format!("{:?}{}", SystemTime::now(), std::process::id()));
-        bytes.copy_from_slice(&h.finalize()[..8]);
+        let seed = format!("{:?}{}", SystemTime::now(), std::process::id());
+        bytes.copy_from_slice(
+            &ring::digest::digest(&ring::digest::SHA256, seed.as_bytes()).as_ref()[..8],
+        );
     }
     format!("{:016x}", u64::from_be_bytes(bytes))
 }

@@ -6,6 +6,19 @@
 //! The private key is evidence-grade secret: no error, log or output here
 //! carries a byte of it. Buffers that held it are zeroized when dropped, and
 //! error messages are built from fixed text, never from the key's content.
+//!
+//! Ed25519 itself is ring's (src/keys/ed25519.rs), the OpenSSH formats are
+//! src/keys/openssh.rs, and PKCS#8 and SubjectPublicKeyInfo are read here
+//! with util/der.rs: ed25519-dalek, ssh-key, pkcs8 and sha2, which did this
+//! before, were 0.25 MB of a binary that must stay under 4 MiB
+//! (bench/RESULTS.md, "Size, issue 24"). The tests check every form against
+//! them (src/keys/tests.rs), and tests/it/attest.rs against ssh-keygen and
+//! OpenSSL.
+
+mod ed25519;
+mod openssh;
+#[cfg(test)]
+mod tests;
 
 use std::fmt;
 use std::io::Read;
@@ -14,11 +27,13 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePublicKey};
-use ed25519_dalek::{SigningKey, VerifyingKey};
-use pkcs8::LineEnding;
-use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
+
+pub use ed25519::{NotAPoint, SigningKey, VerifyingKey};
+pub use openssh::Malformed as OpensshMalformed;
+
+use crate::util::codec::b64_encode;
+use crate::util::der::{self, Der};
 
 /// The environment variable a key may be passed in; removed (and its bytes in
 /// the process's initial environment block overwritten) before anything else
@@ -74,24 +89,6 @@ impl fmt::Display for KeyError {
 
 impl std::error::Error for KeyError {}
 
-/// Why an SSHSIG could not be made (signing or armoring failed).
-#[derive(Debug)]
-pub enum SignError {
-    Sign(ssh_key::Error),
-    Encode(ssh_key::Error),
-}
-
-impl fmt::Display for SignError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SignError::Sign(e) => write!(f, "cannot make the SSHSIG: {e}"),
-            SignError::Encode(e) => write!(f, "cannot encode the SSHSIG: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for SignError {}
-
 /// The Ed25519 key that signs this run. Debug shows only the public half.
 pub struct Signer {
     key: SigningKey,
@@ -118,7 +115,7 @@ impl Signer {
             ))
         })?;
         Ok(Signer {
-            key: SigningKey::from_bytes(&seed),
+            key: SigningKey::from_seed(&seed),
             source: "ephemeral",
         })
     }
@@ -139,27 +136,67 @@ impl Signer {
     /// probe on its stdin (`--sign-key-fd 0`), never to a file. The buffer
     /// is zeroized when dropped.
     pub fn private_pem(&self) -> Result<Zeroizing<String>, KeyError> {
-        use ed25519_dalek::pkcs8::EncodePrivateKey;
-        self.key
-            .to_pkcs8_pem(LineEnding::LF)
-            .map_err(|_| KeyError("cannot encode the signing key as PKCS#8".into()))
+        // PKCS#8 v2 (RFC 5958, 8410), as ed25519-dalek wrote it before:
+        // version 1, the algorithm, the seed, and the public key.
+        let mut der = Zeroizing::new(PKCS8_V2_PREFIX.to_vec());
+        der.extend_from_slice(self.key.seed());
+        der.extend_from_slice(&[0x81, 0x21, 0x00]);
+        der.extend_from_slice(self.verifying_key().as_bytes());
+        let b64 = Zeroizing::new(b64_encode(&der));
+        let mut pem = Zeroizing::new(String::from("-----BEGIN PRIVATE KEY-----\n"));
+        for line in b64.as_bytes().chunks(64) {
+            pem.push_str(std::str::from_utf8(line).expect("base64 is ASCII"));
+            pem.push('\n');
+        }
+        pem.push_str("-----END PRIVATE KEY-----\n");
+        Ok(pem)
     }
 
     /// Ed25519 over `msg` (for DSSE, msg is the PAE).
     pub fn sign(&self, msg: &[u8]) -> [u8; 64] {
-        use ed25519_dalek::Signer as _;
-        self.key.sign(msg).to_bytes()
+        self.key.sign(msg)
     }
 
-    /// An OpenSSH SSHSIG over `msg` (namespace and hash as `ssh-keygen -Y sign`).
-    pub fn sshsig(&self, namespace: &str, msg: &[u8]) -> Result<String, SignError> {
-        let keypair = ssh_key::private::Ed25519Keypair::from(&self.key);
-        let sig = ssh_key::PrivateKey::from(keypair)
-            .sign(namespace, ssh_key::HashAlg::Sha512, msg)
-            .map_err(SignError::Sign)?;
-        sig.to_pem(ssh_key::LineEnding::LF)
-            .map_err(SignError::Encode)
+    /// An OpenSSH SSHSIG over `msg` (namespace and hash as `ssh-keygen -Y
+    /// sign`; PROTOCOL.sshsig), armored as ssh-keygen armors it.
+    pub fn sshsig(&self, namespace: &str, msg: &[u8]) -> String {
+        use openssh::{put_string, put_u32};
+        let hashed = crate::util::digest::sha512(msg);
+        let signed = sshsig_signed_data(namespace, b"", "sha512", &hashed);
+        let mut sig = Vec::with_capacity(83);
+        put_string(&mut sig, openssh::ED25519.as_bytes());
+        put_string(&mut sig, &self.key.sign(&signed));
+        let mut blob = SSHSIG_MAGIC.to_vec();
+        put_u32(&mut blob, 1);
+        put_string(&mut blob, &openssh::public_blob(&self.verifying_key()));
+        put_string(&mut blob, namespace.as_bytes());
+        put_string(&mut blob, b"");
+        put_string(&mut blob, b"sha512");
+        put_string(&mut blob, &sig);
+        openssh::armor(SSHSIG_LABEL, &blob)
     }
+}
+
+/// PROTOCOL.sshsig's preamble and armor label.
+pub const SSHSIG_MAGIC: &[u8; 6] = b"SSHSIG";
+pub const SSHSIG_LABEL: &str = "SSH SIGNATURE";
+
+/// What an SSHSIG's Ed25519 signature covers (PROTOCOL.sshsig).
+pub fn sshsig_signed_data(namespace: &str, reserved: &[u8], hash: &str, hashed: &[u8]) -> Vec<u8> {
+    use openssh::put_string;
+    let mut d = SSHSIG_MAGIC.to_vec();
+    put_string(&mut d, namespace.as_bytes());
+    put_string(&mut d, reserved);
+    put_string(&mut d, hash.as_bytes());
+    put_string(&mut d, hashed);
+    d
+}
+
+pub use openssh::{parse_public_blob, PublicKey as OpensshKey, Reader as OpensshReader};
+
+/// The bytes of an armored SSHSIG.
+pub fn sshsig_unarmor(text: &str) -> Result<Zeroizing<Vec<u8>>, OpensshMalformed> {
+    openssh::unarmor(SSHSIG_LABEL, text)
 }
 
 /// The DSSE keyid (docs/signing.md): hex SHA-256 of securesystemslib's
@@ -170,22 +207,39 @@ pub fn keyid(vk: &VerifyingKey) -> String {
         r#"{{"keytype":"ed25519","keyval":{{"public":"{}"}},"scheme":"ed25519"}}"#,
         hex(vk.as_bytes())
     );
-    hex(&Sha256::digest(canonical.as_bytes()))
+    crate::util::digest::sha256_hex(canonical.as_bytes())
 }
 
 pub use crate::util::codec::hex;
 
+/// The DER of an Ed25519 SubjectPublicKeyInfo, less its 32 key bytes
+/// (RFC 8410): SEQUENCE { SEQUENCE { OID 1.3.101.112 }, BIT STRING }.
+const SPKI_PREFIX: [u8; 12] = [
+    0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
+];
+/// The DER of an Ed25519 PKCS#8 v2 OneAsymmetricKey up to its 32-byte seed
+/// (RFC 5958, 8410): SEQUENCE (81 bytes) { INTEGER 1, SEQUENCE { OID
+/// 1.3.101.112 }, OCTET STRING { OCTET STRING seed }, [1] public key }.
+const PKCS8_V2_PREFIX: [u8; 16] = [
+    0x30, 0x51, 0x02, 0x01, 0x01, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20,
+];
+/// The OID 1.3.101.112 (Ed25519), as its DER content.
+const ED25519_OID: &[u8] = &[0x2b, 0x65, 0x70];
+
 /// SubjectPublicKeyInfo PEM, as `openssl pkey -pubout` writes it.
 pub fn public_pem(vk: &VerifyingKey) -> String {
-    vk.to_public_key_pem(LineEnding::LF)
-        .unwrap_or_else(|e| format!("(cannot encode the public key: {e})\n"))
+    let mut der = SPKI_PREFIX.to_vec();
+    der.extend_from_slice(vk.as_bytes());
+    // 44 bytes: one line of base64, under PEM's 64 columns.
+    format!(
+        "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
+        b64_encode(&der)
+    )
 }
 
 /// `ssh-ed25519 AAAA…` (no comment).
 pub fn public_openssh(vk: &VerifyingKey) -> String {
-    let pk = ssh_key::PublicKey::from(ssh_key::public::Ed25519PublicKey::from(vk));
-    pk.to_openssh()
-        .unwrap_or_else(|e| format!("(cannot encode the public key: {e})"))
+    openssh::public_line(vk)
 }
 
 /// One line for ssh-keygen's allowed_signers file, limited to the namespace.
@@ -402,7 +456,7 @@ pub enum PrivateKeyError {
     /// A PEM block of another kind (its label, sanitised).
     OtherPem { label: String },
     /// An OpenSSH key that does not parse.
-    MalformedOpenssh(ssh_key::Error),
+    MalformedOpenssh(openssh::Malformed),
     /// An encrypted OpenSSH key: selfprobe takes no passphrase.
     EncryptedOpenssh,
     /// An OpenSSH key of another algorithm.
@@ -410,7 +464,7 @@ pub enum PrivateKeyError {
     /// A PKCS#8 key of another algorithm.
     Pkcs8Algorithm(&'static str),
     /// A PKCS#8 block that does not parse as an Ed25519 key.
-    MalformedPkcs8(ed25519_dalek::pkcs8::Error),
+    MalformedPkcs8(&'static str),
 }
 
 impl fmt::Display for PrivateKeyError {
@@ -533,48 +587,105 @@ fn sanitize_label(s: &str) -> String {
 }
 
 fn parse_openssh(text: &str) -> Result<SigningKey, PrivateKeyError> {
-    let key = ssh_key::PrivateKey::from_openssh(text).map_err(PrivateKeyError::MalformedOpenssh)?;
-    if key.is_encrypted() {
-        return Err(PrivateKeyError::EncryptedOpenssh);
-    }
-    match key.key_data() {
-        ssh_key::private::KeypairData::Ed25519(kp) => Ok(SigningKey::from(&kp.private)),
-        _ => Err(PrivateKeyError::OpensshAlgorithm(
-            key.algorithm().as_str().to_string(),
-        )),
+    match openssh::parse_private(text).map_err(PrivateKeyError::MalformedOpenssh)? {
+        openssh::PrivateKey::Encrypted => Err(PrivateKeyError::EncryptedOpenssh),
+        openssh::PrivateKey::Other(alg) => Err(PrivateKeyError::OpensshAlgorithm(alg)),
+        openssh::PrivateKey::Ed25519(seed) => Ok(SigningKey::from_seed(&seed)),
     }
 }
 
-fn parse_pkcs8(text: &str) -> Result<SigningKey, PrivateKeyError> {
-    match SigningKey::from_pkcs8_pem(text) {
-        Ok(k) => Ok(k),
-        Err(e) => {
-            // Name the algorithm when the PKCS#8 structure is fine but not Ed25519.
-            if let Some(alg) = pkcs8_algorithm(text) {
-                if alg != "Ed25519" {
-                    return Err(PrivateKeyError::Pkcs8Algorithm(alg));
-                }
-            }
-            Err(PrivateKeyError::MalformedPkcs8(e))
+/// A PKCS#8 PrivateKeyInfo (RFC 5958), as far as an Ed25519 key needs it.
+struct PrivateKeyInfo<'a> {
+    /// The algorithm's OID (DER content) and whether parameters follow it.
+    oid: &'a [u8],
+    parameters: bool,
+    private_key: &'a [u8],
+    public_key: Option<&'a [u8]>,
+}
+
+fn private_key_info(der: &[u8]) -> Option<PrivateKeyInfo<'_>> {
+    let mut outer = Der::new(der);
+    let mut seq = Der::new(outer.expect(der::SEQUENCE)?);
+    if !outer.is_empty() {
+        return None;
+    }
+    let version = seq.expect(der::INTEGER)?;
+    let mut alg = Der::new(seq.expect(der::SEQUENCE)?);
+    let oid = alg.expect(der::OID)?;
+    let parameters = !alg.is_empty();
+    let private_key = seq.expect(der::OCTET_STRING)?;
+    // As the pkcs8 crate read it: attributes ([0]) skipped, the public key
+    // ([1]) there exactly when the version is 1 (v2), and any later
+    // context-specific field ignored.
+    let _attributes = seq.optional(0xa0);
+    let public_key = seq.optional(0x81);
+    match (version, public_key) {
+        ([0], None) | ([1], Some(_)) => {}
+        _ => return None,
+    }
+    while !seq.is_empty() {
+        match seq.tlv()? {
+            (t, _, _) if t & 0xc0 == 0x80 => {}
+            _ => return None,
         }
     }
+    Some(PrivateKeyInfo {
+        oid,
+        parameters,
+        private_key,
+        public_key,
+    })
 }
 
-fn pkcs8_algorithm(text: &str) -> Option<&'static str> {
-    use pkcs8::der::Decode;
-    let (_, der) = pkcs8::der::pem::decode_vec(text.as_bytes()).ok()?;
-    let der = Zeroizing::new(der);
-    let info = pkcs8::PrivateKeyInfo::from_der(&der).ok()?;
-    Some(match info.algorithm.oid.to_string().as_str() {
-        "1.3.101.112" => "Ed25519",
-        "1.3.101.113" => "Ed448",
-        "1.3.101.110" => "X25519",
-        "1.3.101.111" => "X448",
-        "1.2.840.113549.1.1.1" | "1.2.840.113549.1.1.10" => "RSA",
-        "1.2.840.10045.2.1" => "EC",
-        "1.2.840.10040.4.1" => "DSA",
+/// The key in a "PRIVATE KEY" block, to ed25519-dalek's rules: the Ed25519
+/// OID without parameters, a 32-byte seed in an OCTET STRING, and a v2
+/// public key, when there is one, that is the seed's.
+fn parse_pkcs8(text: &str) -> Result<SigningKey, PrivateKeyError> {
+    let der =
+        openssh::unarmor("PRIVATE KEY", text).map_err(|e| PrivateKeyError::MalformedPkcs8(e.0))?;
+    let Some(info) = private_key_info(&der) else {
+        return Err(PrivateKeyError::MalformedPkcs8(
+            "not a PKCS#8 PrivateKeyInfo",
+        ));
+    };
+    if info.oid != ED25519_OID {
+        return Err(PrivateKeyError::Pkcs8Algorithm(pkcs8_algorithm(info.oid)));
+    }
+    if info.parameters {
+        return Err(PrivateKeyError::MalformedPkcs8(
+            "the Ed25519 algorithm has parameters",
+        ));
+    }
+    // RFC 8410: the seed is an OCTET STRING inside the OCTET STRING.
+    let seed: Zeroizing<[u8; 32]> = match info.private_key {
+        [0x04, 0x20, rest @ ..] => <[u8; 32]>::try_from(rest).ok().map(Zeroizing::new),
+        _ => None,
+    }
+    .ok_or(PrivateKeyError::MalformedPkcs8(
+        "the private key is not 32 bytes in an OCTET STRING",
+    ))?;
+    let key = SigningKey::from_seed(&seed);
+    if let Some(public) = info.public_key {
+        if public.first() != Some(&0) || &public[1..] != key.verifying_key().as_bytes() {
+            return Err(PrivateKeyError::MalformedPkcs8(
+                "the public key in it is not the private key's",
+            ));
+        }
+    }
+    Ok(key)
+}
+
+/// The name of a PKCS#8 key's algorithm other than Ed25519.
+fn pkcs8_algorithm(oid: &[u8]) -> &'static str {
+    match der::oid_string(oid).as_deref() {
+        Some("1.3.101.113") => "Ed448",
+        Some("1.3.101.110") => "X25519",
+        Some("1.3.101.111") => "X448",
+        Some("1.2.840.113549.1.1.1" | "1.2.840.113549.1.1.10") => "RSA",
+        Some("1.2.840.10045.2.1") => "EC",
+        Some("1.2.840.10040.4.1") => "DSA",
         _ => "non-Ed25519",
-    })
+    }
 }
 
 /// Why text is not an Ed25519 public key.
@@ -585,11 +696,11 @@ pub enum PublicKeyError {
     /// A PEM 'PUBLIC KEY' BEGIN line without its END line.
     TruncatedPem,
     /// A PEM 'PUBLIC KEY' block that is not an Ed25519 key.
-    NotEd25519Pem(ed25519_dalek::pkcs8::spki::Error),
+    NotEd25519Pem(&'static str),
     /// An OpenSSH public key line that does not parse.
-    MalformedOpenssh(ssh_key::Error),
+    MalformedOpenssh(openssh::Malformed),
     /// An OpenSSH Ed25519 key that is not a valid point.
-    BadPoint(ssh_key::Error),
+    BadPoint(NotAPoint),
     /// An OpenSSH key of another algorithm.
     OpensshAlgorithm(String),
     /// Neither a PEM block nor an OpenSSH line.
@@ -642,7 +753,7 @@ pub fn parse_public_key(text: &str) -> Result<VerifyingKey, PublicKeyError> {
             };
             let start = text.find("-----BEGIN PUBLIC KEY-----").unwrap_or(0);
             let block = &text[start..stop + end.len()];
-            return VerifyingKey::from_public_key_pem(block).map_err(PublicKeyError::NotEd25519Pem);
+            return spki_pem(block).map_err(PublicKeyError::NotEd25519Pem);
         }
     }
     for line in text.lines() {
@@ -654,19 +765,46 @@ pub fn parse_public_key(text: &str) -> Result<VerifyingKey, PublicKeyError> {
             if i + 1 >= words.len() {
                 continue;
             }
-            let pk = ssh_key::PublicKey::from_openssh(&format!("{} {}", words[i], words[i + 1]))
+            let pk = openssh::parse_public_line(words[i], words[i + 1])
                 .map_err(PublicKeyError::MalformedOpenssh)?;
-            return match pk.key_data() {
-                ssh_key::public::KeyData::Ed25519(k) => {
-                    VerifyingKey::try_from(k).map_err(PublicKeyError::BadPoint)
+            return match pk {
+                openssh::PublicKey::Ed25519(k) => {
+                    VerifyingKey::from_bytes(&k).map_err(PublicKeyError::BadPoint)
                 }
-                _ => Err(PublicKeyError::OpensshAlgorithm(
-                    pk.algorithm().as_str().to_string(),
-                )),
+                openssh::PublicKey::Other(alg) => Err(PublicKeyError::OpensshAlgorithm(alg)),
             };
         }
     }
     Err(PublicKeyError::NotFound)
+}
+
+/// The key of an Ed25519 SubjectPublicKeyInfo PEM block (RFC 8410), to
+/// ed25519-dalek's rules: the Ed25519 OID without parameters, a BIT STRING
+/// of 32 bytes with no unused bits, and a point.
+fn spki_pem(block: &str) -> Result<VerifyingKey, &'static str> {
+    let der = openssh::unarmor("PUBLIC KEY", block).map_err(|e| e.0)?;
+    let mut outer = Der::new(&der);
+    let parsed = outer.expect(der::SEQUENCE).and_then(|seq| {
+        let mut seq = Der::new(seq);
+        let mut alg = Der::new(seq.expect(der::SEQUENCE)?);
+        let oid = alg.expect(der::OID)?;
+        let key = seq.expect(der::BIT_STRING)?;
+        (seq.is_empty() && outer.is_empty()).then_some((oid, alg.is_empty(), key))
+    });
+    let Some((oid, no_parameters, key)) = parsed else {
+        return Err("not a SubjectPublicKeyInfo");
+    };
+    if oid != ED25519_OID {
+        return Err("the key's algorithm is not Ed25519");
+    }
+    if !no_parameters {
+        return Err("the Ed25519 algorithm has parameters");
+    }
+    let key: &[u8; 32] = match key {
+        [0, rest @ ..] => rest.try_into().map_err(|_| "the key is not 32 bytes")?,
+        _ => return Err("the key's BIT STRING has unused bits"),
+    };
+    VerifyingKey::from_bytes(key).map_err(|_| "the 32 bytes are not a point on the curve")
 }
 
 /// Why a public input file of `verify` could not be read; each names the file.
@@ -723,175 +861,4 @@ pub fn read_public_file(path: &Path, max: u64) -> Result<Vec<u8>, InputError> {
         .and_then(|f| f.take(max + 1).read_to_end(&mut buf))
         .map_err(unreadable)?;
     Ok(buf)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    // RFC 8032 test 1: the secret key and its public key.
-    const SEED: &str = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
-    const PUBLIC: &str = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
-
-    fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
-    fn rfc_key() -> SigningKey {
-        SigningKey::from_bytes(&unhex(SEED).try_into().unwrap())
-    }
-
-    #[test]
-    fn keyid_is_sha256_of_canonical_securesystemslib_json() {
-        let vk = rfc_key().verifying_key();
-        assert_eq!(hex(vk.as_bytes()), PUBLIC);
-        let canonical = format!(
-            "{{\"keytype\":\"ed25519\",\"keyval\":{{\"public\":\"{PUBLIC}\"}},\"scheme\":\"ed25519\"}}"
-        );
-        assert_eq!(keyid(&vk), hex(&Sha256::digest(canonical.as_bytes())));
-    }
-
-    #[test]
-    fn pkcs8_and_openssh_round_trip_to_the_same_key() {
-        use ed25519_dalek::pkcs8::EncodePrivateKey;
-        let k = rfc_key();
-        let pem = k.to_pkcs8_pem(LineEnding::LF).unwrap();
-        assert_eq!(
-            parse_private_key(pem.as_bytes()).unwrap().to_bytes(),
-            k.to_bytes()
-        );
-        let ssh = ssh_key::PrivateKey::from(ssh_key::private::Ed25519Keypair::from(&k))
-            .to_openssh(ssh_key::LineEnding::LF)
-            .unwrap();
-        assert_eq!(
-            parse_private_key(ssh.as_bytes()).unwrap().to_bytes(),
-            k.to_bytes()
-        );
-    }
-
-    #[test]
-    fn bad_inputs_are_described_not_quoted() {
-        use ed25519_dalek::pkcs8::EncodePrivateKey;
-        let k = rfc_key();
-        let pem = k.to_pkcs8_pem(LineEnding::LF).unwrap();
-        let half = &pem.as_bytes()[..pem.len() / 2];
-        let cases: Vec<(&[u8], &str)> = vec![
-            (b"", "empty"),
-            (b"   \n", "empty"),
-            (half, "truncated PEM"),
-            (b"\xff\xfe", "not text"),
-            (b"hello", "not a PEM key"),
-            (b"-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n", "RSA"),
-            (b"-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n", "encrypted"),
-            (b"-----BEGIN PRIVATE KEY-----\n!!!!\n-----END PRIVATE KEY-----\n", "malformed PKCS#8"),
-            (b"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINdamAGCsQq31Uv+08lkBzoO4XLz2qYjJa8CGmj3B1Ea", "public key"),
-        ];
-        for (input, want) in cases {
-            let e = parse_private_key(input).unwrap_err().to_string();
-            assert!(e.contains(want), "{input:?}: {e}");
-        }
-        // The truncated half's base64 lines never reach the message.
-        let e = parse_private_key(half).unwrap_err().to_string();
-        for line in std::str::from_utf8(half).unwrap().lines().skip(1) {
-            if line.len() > 8 {
-                assert!(!e.contains(line), "{e}");
-            }
-        }
-    }
-
-    #[test]
-    fn public_key_forms_parse_and_private_keys_are_refused() {
-        use ed25519_dalek::pkcs8::EncodePrivateKey;
-        let k = rfc_key();
-        let vk = k.verifying_key();
-        assert_eq!(parse_public_key(&public_pem(&vk)).unwrap(), vk);
-        assert_eq!(parse_public_key(&public_openssh(&vk)).unwrap(), vk);
-        let line = allowed_signers_line(&vk, "selfprobe", "selfprobe");
-        assert_eq!(parse_public_key(&line).unwrap(), vk);
-        let both = format!("{}{line}\n", public_pem(&vk));
-        assert_eq!(parse_public_key(&both).unwrap(), vk);
-        let private = k.to_pkcs8_pem(LineEnding::LF).unwrap();
-        let e = parse_public_key(&private).unwrap_err();
-        assert!(matches!(e, PublicKeyError::PrivateKey), "{e:?}");
-        assert!(e.to_string().contains("private key"), "{e}");
-        let e = parse_public_key("nothing").unwrap_err();
-        assert!(matches!(e, PublicKeyError::NotFound), "{e:?}");
-        assert_eq!(
-            e.to_string(),
-            "no public key found: expected a PEM 'PUBLIC KEY' block or an OpenSSH 'ssh-ed25519 AAAA…' line"
-        );
-    }
-
-    #[test]
-    fn environ_scrub_overwrites_the_value_in_place() {
-        // A variable of this test's own: setenv copies it to the heap, the
-        // scrub must still zero it in place and leave other entries alone.
-        std::env::set_var("SELFPROBE_TEST_SCRUB", "canary-value");
-        std::env::set_var("SELFPROBE_TEST_KEEP", "kept");
-        scrub_environ("SELFPROBE_TEST_SCRUB");
-        let v = std::env::var_os("SELFPROBE_TEST_SCRUB").unwrap();
-        assert!(v.is_empty(), "{v:?}");
-        assert_eq!(std::env::var("SELFPROBE_TEST_KEEP").unwrap(), "kept");
-        std::env::remove_var("SELFPROBE_TEST_SCRUB");
-        std::env::remove_var("SELFPROBE_TEST_KEEP");
-    }
-
-    #[test]
-    fn a_pipe_that_never_closes_times_out() {
-        let (r, w) = nix::unistd::pipe().unwrap();
-        nix::unistd::write(&w, b"-----BEGIN").unwrap();
-        let t = Instant::now();
-        let e = read_bounded(r.as_fd(), Duration::from_millis(200)).unwrap_err();
-        assert!(e.contains("no end of input"), "{e}");
-        assert!(t.elapsed() < Duration::from_secs(5));
-        drop(w);
-        // Closed after the data: read to EOF.
-        let (r, w) = nix::unistd::pipe().unwrap();
-        nix::unistd::write(&w, b"key").unwrap();
-        drop(w);
-        assert_eq!(
-            read_bounded(r.as_fd(), Duration::from_secs(5))
-                .unwrap()
-                .as_slice(),
-            b"key"
-        );
-    }
-
-    #[test]
-    fn oversized_input_is_refused() {
-        let (r, w) = nix::unistd::pipe().unwrap();
-        let writer = std::thread::spawn(move || {
-            let chunk = [b'A'; 4096];
-            for _ in 0..20 {
-                if nix::unistd::write(&w, &chunk).is_err() {
-                    break;
-                }
-            }
-        });
-        let e = read_bounded(r.as_fd(), Duration::from_secs(5)).unwrap_err();
-        assert!(e.contains("more than 64 KiB"), "{e}");
-        drop(r);
-        writer.join().unwrap();
-    }
-
-    #[test]
-    fn the_private_pem_loads_back_as_the_same_key() {
-        let s = Signer::ephemeral().unwrap();
-        let pem = s.private_pem().unwrap();
-        assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----"));
-        let k = parse_private_key(pem.as_bytes()).unwrap();
-        assert_eq!(keyid(&k.verifying_key()), s.keyid());
-    }
-
-    #[test]
-    fn ephemeral_keys_differ() {
-        let a = Signer::ephemeral().unwrap();
-        let b = Signer::ephemeral().unwrap();
-        assert_ne!(a.keyid(), b.keyid());
-        assert!(a.is_ephemeral());
-        assert!(!format!("{a:?}").contains(&hex(&a.key.to_bytes())));
-    }
 }

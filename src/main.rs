@@ -18,7 +18,7 @@ use selfprobe::compare;
 use selfprobe::host::{self, Cleanup};
 use selfprobe::model::Exit;
 use selfprobe::report;
-use selfprobe::util::sanitize;
+use selfprobe::util::{panics, sanitize};
 
 /// What ended a command early: the code, and the message for stderr (None
 /// for a closed pipe: the reader left, and there is nobody to tell).
@@ -50,20 +50,17 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
-    // First, while this is the only thread: take the signing key out of the
+    // Probe and worker threads report a panic as data (probe.incomplete,
+    // exit 3), silently. A panic on the main thread is a bug and keeps
+    // Rust's message (and exit 101). The shipped build aborts on a panic;
+    // the hook is what keeps this (src/util/panics.rs), so it goes first.
+    panics::install();
+    // Then, while this is the only thread: take the signing key out of the
     // environment (and out of /proc/self/environ), so no probe, child
     // process or other reader of the environment ever sees it.
     let env_key = keys::take_env_key();
-    // Probe and worker threads report a panic as data (probe.incomplete,
-    // exit 3): silence those, and only those. A panic on the main thread is
-    // a bug and keeps Rust's message (and exit 101).
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if std::thread::current().name() == Some("main") {
-            default_hook(info);
-        }
-    }));
     let cli = Cli::parse();
+    panics::planted(format_args!("main"));
     let remove = match &cli.command {
         Some(Command::Run(a))
         | Some(Command::Canary {
@@ -293,8 +290,7 @@ fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failu
     write_out(output.as_deref(), &text, &outputs, code)?;
     if let (Some(signer), Some(path)) = (&signer, &sshsig_path) {
         // Over the very bytes just written to -o.
-        let sig = attest::sshsig::sign(signer, text.as_bytes())
-            .map_err(|e| Failure::failed(format!("--sshsig: {e}")))?;
+        let sig = attest::sshsig::sign(signer, text.as_bytes());
         write_out(Some(path), &sig, &outputs, code).map_err(|f| f.within("--sshsig"))?;
     }
     if let (Some(signer), Some(path)) = (&signer, &attest_path) {

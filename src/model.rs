@@ -145,7 +145,7 @@ pub struct SigningInfo {
 
 /// Orders findings for reading: by phase, most severe first, then code and subject.
 pub fn sort_findings(findings: &mut [Finding]) {
-    findings.sort_by(|a, b| {
+    crate::util::sort::sort_by(findings, |a, b| {
         let pa = if a.phase == 0 { 99 } else { a.phase };
         let pb = if b.phase == 0 { 99 } else { b.phase };
         pa.cmp(&pb)

@@ -8,8 +8,10 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use toml::de::DeValue;
 use toml::Spanned;
+
+mod raw;
 
 use crate::catalog;
 use crate::finding::{code_info, AppliedException, Finding, Severity, Status};
@@ -134,90 +136,6 @@ pub struct Exception {
     pub line: usize,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Raw {
-    workspace: Option<RawWorkspace>,
-    network: Option<RawNetwork>,
-    capabilities: Option<RawCapabilities>,
-    secrets: Option<RawSecrets>,
-    mcp: Option<RawMcp>,
-    #[serde(default)]
-    exception: Vec<Spanned<RawException>>,
-    #[serde(default)]
-    severity: BTreeMap<Spanned<String>, Spanned<String>>,
-    parity: Option<RawParity>,
-    #[serde(default)]
-    retain: Vec<Spanned<RawRetain>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRetain {
-    volume: Spanned<String>,
-    owner: Option<String>,
-    reason: Option<String>,
-    expires: Option<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawParity {
-    #[serde(default)]
-    allow: Vec<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawWorkspace {
-    path: Option<Spanned<String>>,
-    #[serde(default)]
-    allow_mounts: Vec<Spanned<String>>,
-    #[serde(default)]
-    deny: Vec<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawNetwork {
-    #[serde(default)]
-    allow: Vec<Spanned<toml::Value>>,
-    #[serde(default)]
-    deny: Vec<Spanned<toml::Value>>,
-    #[serde(default)]
-    defaults: bool,
-    timeout: Option<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawCapabilities {
-    #[serde(default)]
-    allow: Vec<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSecrets {
-    max_token_ttl: Option<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawMcp {
-    approved: Option<Vec<Spanned<String>>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawException {
-    code: Spanned<String>,
-    subject: Option<String>,
-    owner: Option<String>,
-    reason: Option<String>,
-    expires: Option<Spanned<String>>,
-}
-
 struct Source<'a> {
     file: String,
     text: &'a str,
@@ -282,10 +200,10 @@ impl Policy {
             file: file.to_string(),
             text,
         };
-        let raw: Raw = toml::from_str(text).map_err(|e| {
+        let raw = raw::read(text).map_err(|e| {
             src.err(
-                e.span(),
-                format!("{}: expected the policy's sections ([workspace], [network], [capabilities], [secrets], [mcp], [[exception]], [severity], [parity], [[retain]])", e.message().trim_end()),
+                e.span,
+                format!("{}: expected the policy's sections ([workspace], [network], [capabilities], [secrets], [mcp], [[exception]], [severity], [parity], [[retain]])", e.message.trim_end()),
             )
         })?;
         let mut p = Policy::default();
@@ -573,7 +491,7 @@ fn check_code(src: &Source, code: &Spanned<String>) -> Result<(), PolicyError> {
 fn destination_rule(
     src: &Source,
     list: &str,
-    d: &Spanned<toml::Value>,
+    d: &raw::Value<'_>,
 ) -> Result<DestinationRule, PolicyError> {
     let span = Some(d.span());
     let (line, column) = line_col(src.text, d.span().start);
@@ -586,21 +504,27 @@ fn destination_rule(
         )
     };
     let (url, timeout) = match d.get_ref() {
-        toml::Value::String(s) => (s.clone(), None),
-        toml::Value::Table(t) => {
-            if let Some(k) = t.keys().find(|k| *k != "url" && *k != "timeout") {
+        DeValue::String(s) => (s.to_string(), None),
+        DeValue::Table(t) => {
+            let keys = || t.iter().map(|(k, _)| k.get_ref().as_ref());
+            if let Some(k) = keys().find(|k: &&str| *k != "url" && *k != "timeout") {
                 return Err(src.err(
                     span,
                     format!("network.{list}: unknown key '{k}' in a destination: expected url and timeout"),
                 ));
             }
-            let url = match t.get("url") {
-                Some(toml::Value::String(s)) => s.clone(),
+            let get = |name: &str| {
+                t.iter()
+                    .find(|(k, _)| k.get_ref() == name)
+                    .map(|(_, v)| v.get_ref())
+            };
+            let url = match get("url") {
+                Some(DeValue::String(s)) => s.to_string(),
                 _ => return Err(shape()),
             };
-            let timeout = match t.get("timeout") {
+            let timeout = match get("timeout") {
                 None => None,
-                Some(toml::Value::String(s)) => Some(parse_duration(s).map_err(|m| {
+                Some(DeValue::String(s)) => Some(parse_duration(s).map_err(|m| {
                     src.err(span.clone(), format!("network.{list}: timeout of {url}: {m}"))
                 })?),
                 Some(_) => {
@@ -656,7 +580,7 @@ fn parse_date(s: &str) -> Option<(i64, u32, u32)> {
 mod tests {
     use super::*;
 
-    const GOOD: &str = r#"
+    pub(super) const GOOD: &str = r#"
 [workspace]
 path = "/workspaces/app"
 allow_mounts = ["/cache/pip", "/opt/tools/*"]

@@ -50,7 +50,7 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
         cfg.fail_on,
         collected.panicked || !collected.cut_by_deadline.is_empty(),
     );
-    collected.records.sort_by_key(|r| (r.phase, r.name));
+    crate::util::sort::sort_by_key(&mut collected.records, |r| (r.phase, r.name));
 
     Report {
         schema: model::SCHEMA,

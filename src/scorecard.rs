@@ -1169,7 +1169,7 @@ fn repo_scope(
             // The first three, in order of name, then how many more.
             let mut items = r.other_host_mounts.clone();
             let n = items.len().min(3);
-            items[..n].sort_unstable();
+            crate::util::sort::sort(&mut items[..n]);
             let others = format!(
                 "{} from the host ({})",
                 plural(r.other_host_mounts.len(), "other mount", "other mounts"),

@@ -134,7 +134,13 @@ impl std::error::Error for AttestError {}
 
 /// The in-toto Statement v1 for a report.
 pub fn statement(report: &Report) -> Result<Value, AttestError> {
-    let predicate = serde_json::to_value(report).map_err(AttestError::Report)?;
+    // Through the JSON text the report renders to (report/json.rs) rather
+    // than serde_json::to_value: a second serializer of every report type
+    // cost 30 KB of the binary (bench/RESULTS.md, "Size, issue 24"). The
+    // value is the same: the text carries strings and integers exactly, and
+    // the report's only floats (network latencies) have one decimal.
+    let text = serde_json::to_string_pretty(report).map_err(AttestError::Report)?;
+    let predicate: Value = serde_json::from_str(&text).map_err(AttestError::Report)?;
     let tool = report
         .tool
         .sha256

@@ -5,11 +5,10 @@
 //! Nothing from the envelope is believed before its signature verifies: a
 //! failed signature yields the problems and no attested content.
 
-use ed25519_dalek::VerifyingKey;
 use serde_json::Value;
 
 use super::dsse::{self, Envelope, PAYLOAD_TYPE};
-use super::keys;
+use super::keys::{self, VerifyingKey};
 use super::sshsig::{self, SshsigError};
 use super::{
     image_subject, PREDICATE_TYPE, PREDICATE_TYPES, SSHSIG_NAMESPACE, STATEMENT_TYPE, TOOL_SUBJECT,
@@ -227,10 +226,7 @@ fn check_envelope(v: &mut Verdict, bytes: &[u8], vk: &VerifyingKey, keyid: &str)
     let ok = candidates.iter().any(|s| {
         crate::util::codec::b64_decode(&s.sig)
             .and_then(|b| <[u8; 64]>::try_from(b.as_slice()).ok())
-            .map(|b| {
-                vk.verify_strict(&pae, &ed25519_dalek::Signature::from_bytes(&b))
-                    .is_ok()
-            })
+            .map(|b| vk.verify_strict(&pae, &b))
             .unwrap_or(false)
     });
     if !ok {

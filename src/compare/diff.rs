@@ -131,7 +131,9 @@ pub fn compare(a: &FactSet, b: &FactSet, allow: &[String], sa: Side, sb: Side) -
             why,
         });
     }
-    facts.sort_by(|x, y| x.axis.cmp(&y.axis).then(x.key.cmp(&y.key)));
+    crate::util::sort::sort_by(&mut facts, |x, y| {
+        x.axis.cmp(&y.axis).then(x.key.cmp(&y.key))
+    });
     Diff {
         a: sa,
         b: sb,

@@ -16,7 +16,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use super::render::short;
 use super::summary::{Fleet, Workspace};
@@ -158,7 +157,9 @@ fn findings_html(w: &Workspace, out: &mut String) {
             .filter_map(|f| t(f, "severity").parse::<Severity>().ok())
             .max()
     };
-    codes.sort_by(|a, b| sev_of(&b.1).cmp(&sev_of(&a.1)).then(a.0.cmp(b.0)));
+    crate::util::sort::sort_by(&mut codes, |a, b| {
+        sev_of(&b.1).cmp(&sev_of(&a.1)).then(a.0.cmp(b.0))
+    });
     for (code, fs) in codes {
         let sev = sev_of(&fs).map(|s| s.as_str()).unwrap_or("info");
         let title = fs
@@ -307,10 +308,12 @@ fn row(w: &Workspace, out: &mut String) {
 
 pub fn render(f: &Fleet) -> String {
     let mut ws: Vec<&Workspace> = f.workspaces.iter().collect();
-    ws.sort_by(|a, b| badness(b).cmp(&badness(a)).then(a.name.cmp(&b.name)));
+    crate::util::sort::sort_by(&mut ws, |a, b| {
+        badness(b).cmp(&badness(a)).then(a.name.cmp(&b.name))
+    });
     let n = ws.len();
     let verified = f.verified();
-    let hash = crate::util::codec::b64_encode(&Sha256::digest(SCRIPT.as_bytes()));
+    let hash = crate::util::codec::b64_encode(&crate::util::digest::sha256(SCRIPT.as_bytes()));
     let mut out = String::with_capacity(16_384 + n * 4096);
     let _ = write!(
         out,
@@ -399,7 +402,7 @@ mod tests {
             exit: crate::model::Exit::Clean,
         };
         let page = render(&f);
-        let hash = crate::util::codec::b64_encode(&Sha256::digest(SCRIPT.as_bytes()));
+        let hash = crate::util::codec::b64_encode(&crate::util::digest::sha256(SCRIPT.as_bytes()));
         assert!(page.contains(&format!("script-src 'sha256-{hash}'")));
         assert_eq!(page.matches("<script>").count(), 1);
         assert!(

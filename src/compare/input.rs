@@ -299,7 +299,7 @@ fn walk_dir(dir: &Path, depth: usize, f: &mut Found, count: &mut usize) {
             break;
         }
     }
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    crate::util::sort::sort_by(&mut entries, |a, b| a.0.cmp(&b.0));
     let mut groups: BTreeMap<String, Group> = BTreeMap::new();
     for (name, t) in entries {
         let path = dir.join(&name);

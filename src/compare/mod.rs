@@ -15,7 +15,7 @@ pub mod summary;
 
 use std::path::{Path, PathBuf};
 
-use ed25519_dalek::VerifyingKey;
+use crate::keys::VerifyingKey;
 use serde_json::Value;
 
 use crate::attest::verify::{self, Inputs};

@@ -111,7 +111,7 @@ pub fn text(f: &Fleet) -> String {
     }
     notes.extend(f.notes.iter().cloned());
     // One line for the note every row without --nonces shares.
-    notes.sort();
+    crate::util::sort::sort(&mut notes);
     notes.dedup();
     if !notes.is_empty() {
         out.push_str("\nnotes:\n");

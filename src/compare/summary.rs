@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use ed25519_dalek::VerifyingKey;
+use crate::keys::VerifyingKey;
 use serde_json::Value;
 
 use super::input::{self, Group, Kind, Role};
@@ -39,6 +39,29 @@ pub struct Cell {
     pub source: &'static str,
     /// The ids of the findings that set the score.
     pub decisive: Vec<String>,
+}
+
+impl Cell {
+    /// A control's cell as a report or a statement gives it: the score
+    /// held to the rubric's 0-2 (None when absent or not a number).
+    fn of(
+        score: Option<&Value>,
+        reason: Option<String>,
+        source: &'static str,
+        decisive: Vec<String>,
+    ) -> Cell {
+        Cell {
+            score: score.and_then(Value::as_u64).map(|n| n.min(2) as u8),
+            reason: reason.unwrap_or_default(),
+            source,
+            decisive,
+        }
+    }
+}
+
+/// The elements of a JSON array, none when it is absent or not an array.
+fn items(v: Option<&Value>) -> impl Iterator<Item = &Value> {
+    v.and_then(Value::as_array).into_iter().flatten()
 }
 
 #[derive(Debug, Clone)]
@@ -334,7 +357,7 @@ fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
     let mut report_env: Option<Checked> = None;
     let mut teardown: Option<Checked> = None;
     let mut files = g.files.clone();
-    files.sort();
+    crate::util::sort::sort(&mut files);
     for (role, path) in &files {
         let shown = path.display().to_string();
         let bytes = match input::read_capped(path, g.explicit) {
@@ -457,22 +480,13 @@ fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
                         .find(|x| x.get("control").and_then(Value::as_str) == Some(c.key))
                 });
             if let Some(s) = s {
-                w.controls[i] = Cell {
-                    score: s
-                        .get("score")
-                        .and_then(Value::as_u64)
-                        .map(|n| n.min(2) as u8),
-                    reason: str_at(s, "/reason").unwrap_or_default(),
-                    source: "report",
-                    decisive: s
-                        .get("decisive")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect(),
-                };
+                let decisive = items(s.get("decisive")).filter_map(Value::as_str);
+                w.controls[i] = Cell::of(
+                    s.get("score"),
+                    str_at(s, "/reason"),
+                    "report",
+                    decisive.map(str::to_string).collect(),
+                );
             } else {
                 w.controls[i].reason = "the report has no score for this control".into();
             }
@@ -506,22 +520,14 @@ fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
         // once it verified (docs/inspection-directory.md).
         if let (Some(i), true) = (ti, teardown.as_ref().is_some_and(|c| c.verified)) {
             let assessed = str_at(t, "/control/status").as_deref() == Some("assessed");
-            w.controls[i] = Cell {
-                score: t
-                    .pointer("/control/score")
-                    .and_then(Value::as_u64)
-                    .filter(|_| assessed)
-                    .map(|n| n.min(2) as u8),
-                reason: str_at(t, "/control/reason").unwrap_or_default(),
-                source: "teardown statement",
-                decisive: t
-                    .get("findings")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
+            w.controls[i] = Cell::of(
+                t.pointer("/control/score").filter(|_| assessed),
+                str_at(t, "/control/reason"),
+                "teardown statement",
+                items(t.get("findings"))
                     .filter_map(|f| str_at(f, "/id"))
                     .collect(),
-            };
+            );
         }
         let e = match w.teardown_result.as_deref() {
             Some("gone") | Some("retained") => Exit::Clean,

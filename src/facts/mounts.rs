@@ -897,7 +897,7 @@ fn inspect(host: &Host, mount_point: &Path, deep: bool) -> Contents {
                     .push(ent.file_name().to_string_lossy().into_owned());
             }
         }
-        c.child_repos.sort();
+        crate::util::sort::sort(&mut c.child_repos);
     }
     c
 }

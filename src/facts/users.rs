@@ -212,7 +212,7 @@ fn homes(host: &Host, passwd: &Passwd, mounts: Option<&MountFacts>) -> Vec<Home>
                     .collect()
             })
             .unwrap_or_default();
-        v.sort();
+        crate::util::sort::sort(&mut v);
         v
     };
     for h in passwd.homes() {

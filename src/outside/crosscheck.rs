@@ -223,10 +223,10 @@ pub fn compare(ctx: &Context, report: &Value) -> Outcome {
     capabilities(&mut c, &r);
     seccomp(&mut c, &r);
     lsm(&mut c, &r, sandbox);
-    no_new_privs(&mut c, &r);
+    flag(&mut c, &r, &NO_NEW_PRIVS);
     namespaces(&mut c, &r, sandbox);
     devices(&mut c, &r, sandbox);
-    read_only_root(&mut c, &r);
+    flag(&mut c, &r, &READ_ONLY_ROOT);
     user(&mut c, &r);
     runtime_kind(&mut c, &r, runtime);
     rootless(&mut c, &r, sandbox);
@@ -355,11 +355,7 @@ fn seccomp(c: &mut Cmp, r: &Report) {
     let engine = json!({"profile": profile, "applied_inside": filtered,
         "runtime": rec.runtime});
     let Some(mode) = r.at("/inventory/privilege/seccomp").and_then(Value::as_u64) else {
-        c.unknown(
-            "seccomp",
-            engine,
-            "the report does not know its seccomp mode",
-        );
+        c.unknown("seccomp", engine, "the report has no seccomp mode");
         return;
     };
     let inside_filtered = mode != 0;
@@ -439,56 +435,65 @@ fn lsm(c: &mut Cmp, r: &Report, sandbox: bool) {
 }
 
 /// A yes/no fact where the inside's yes is the narrower claim (a flag
-/// that restricts): agree, unknown, or a disagreement with the message for
-/// the side that says yes.
-#[allow(clippy::too_many_arguments)]
-fn flag(
-    c: &mut Cmp,
-    fact: &str,
-    code: &str,
-    subject: &str,
-    engine: bool,
-    inside: Option<bool>,
-    unknown: &str,
-    [inside_yes, engine_yes]: [&str; 2],
-) {
-    let Some(got) = inside else {
-        c.unknown(fact, json!(engine), unknown);
+/// that restricts): where the report keeps it, what the record says, and
+/// the messages for each answer.
+struct Flag {
+    fact: &'static str,
+    code: &'static str,
+    subject: &'static str,
+    /// Where the report keeps its side (a JSON pointer to a bool).
+    at: &'static str,
+    engine: fn(&Record) -> bool,
+    unknown: &'static str,
+    /// When the inside says yes and the record no, and the other way.
+    inside_yes: &'static str,
+    engine_yes: &'static str,
+}
+
+const NO_NEW_PRIVS: Flag = Flag {
+    fact: "no_new_privileges",
+    code: "disagree.no-new-privs",
+    subject: "no_new_privileges",
+    at: "/inventory/privilege/no_new_privs",
+    engine: |rec| rec.no_new_privileges,
+    unknown: "the report does not know NoNewPrivs (gVisor does not show it)",
+    inside_yes: "the report has NoNewPrivs set, the engine's record does not set no-new-privileges (a daemon-wide default is not in the record)",
+    engine_yes: "the engine's record sets no-new-privileges, the report has NoNewPrivs unset",
+};
+
+const READ_ONLY_ROOT: Flag = Flag {
+    fact: "read_only_root",
+    code: "disagree.read-only-root",
+    subject: "/",
+    at: "/inventory/writable/rootfs_read_only_mount",
+    engine: |rec| rec.read_only_root,
+    unknown: "the report does not say how / is mounted",
+    inside_yes: "the report's / is mounted read-only, the engine's record does not make it so",
+    engine_yes: "the engine's record makes / read-only, the report's / is mounted writable",
+};
+
+/// Agree, unknown, or a disagreement with the message for the side that
+/// says yes.
+fn flag(c: &mut Cmp, r: &Report, f: &Flag) {
+    let engine = (f.engine)(c.ctx.rec);
+    let Some(got) = r.at(f.at).and_then(Value::as_bool) else {
+        c.unknown(f.fact, json!(engine), f.unknown);
         return;
     };
     if got == engine {
-        c.agree(fact, json!(got), json!(engine));
+        c.agree(f.fact, json!(got), json!(engine));
     } else {
-        let msg = if got { inside_yes } else { engine_yes };
+        let msg = if got { f.inside_yes } else { f.engine_yes };
         c.disagree(
-            fact,
-            code,
-            subject,
+            f.fact,
+            f.code,
+            f.subject,
             got,
             json!(got),
             json!(engine),
             msg.to_string(),
         );
     }
-}
-
-fn no_new_privs(c: &mut Cmp, r: &Report) {
-    let got = r
-        .at("/inventory/privilege/no_new_privs")
-        .and_then(Value::as_bool);
-    flag(
-        c,
-        "no_new_privileges",
-        "disagree.no-new-privs",
-        "no_new_privileges",
-        c.ctx.rec.no_new_privileges,
-        got,
-        "the report does not know NoNewPrivs (gVisor does not show it)",
-        [
-            "the report has NoNewPrivs set, the engine's record does not set no-new-privileges (a daemon-wide default is not in the record)",
-            "the engine's record sets no-new-privileges, the report has NoNewPrivs unset",
-        ],
-    );
 }
 
 fn namespaces(c: &mut Cmp, r: &Report, sandbox: bool) {
@@ -562,11 +567,7 @@ fn rootless(c: &mut Cmp, r: &Report, sandbox: bool) {
     let want = engine_rootless(c);
     let engine = json!({"rootless": want, "userns_mode": c.ctx.rec.namespaces.get("user")});
     let Some(got) = r.boundary("rootless").and_then(Value::as_bool) else {
-        c.unknown(
-            "rootless",
-            engine,
-            "the report's boundary has no rootless field",
-        );
+        c.unknown("rootless", engine, "the report's boundary omits rootless");
         return;
     };
     let inode = r
@@ -652,7 +653,7 @@ fn devices(c: &mut Cmp, r: &Report, sandbox: bool) {
             }
         }
     }
-    unexplained.sort();
+    crate::util::sort::sort(&mut unexplained);
     unexplained.dedup();
     let inside = json!({"granted_seen": granted.iter().filter(|d| nodes.contains(*d)).collect::<Vec<_>>(),
         "missing": missing, "unexplained": unexplained});
@@ -682,25 +683,6 @@ fn devices(c: &mut Cmp, r: &Report, sandbox: bool) {
         inside,
         engine,
         parts.join("; "),
-    );
-}
-
-fn read_only_root(c: &mut Cmp, r: &Report) {
-    let got = r
-        .at("/inventory/writable/rootfs_read_only_mount")
-        .and_then(Value::as_bool);
-    flag(
-        c,
-        "read_only_root",
-        "disagree.read-only-root",
-        "/",
-        c.ctx.rec.read_only_root,
-        got,
-        "the report does not say how / is mounted",
-        [
-            "the report's / is mounted read-only, the engine's record does not make it so",
-            "the engine's record makes / read-only, the report's / is mounted writable",
-        ],
     );
 }
 

@@ -286,7 +286,7 @@ impl Drop for Staged {
 }
 
 fn sha256_file(p: &Path, max: u64) -> Result<String, String> {
-    use sha2::{Digest, Sha256};
+    use crate::util::digest::Sha256;
     let f = std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
     let mut h = Sha256::new();
     let mut r = f.take(max);
@@ -300,7 +300,7 @@ fn sha256_file(p: &Path, max: u64) -> Result<String, String> {
         }
         h.update(&buf[..n]);
     }
-    Ok(crate::util::codec::hex(&h.finalize()))
+    Ok(crate::util::codec::hex(&h.finish()))
 }
 
 fn stage(binary: &Path, policy: Option<&Path>) -> Result<(Staged, String), String> {
@@ -393,7 +393,7 @@ pub fn inspect(opts: &Options, signer: &Signer) -> Result<Inspection, InspectErr
         .inspect(&refs, Instant::now() + opts.timeout)
         .map_err(gone)?;
     let mut images: Vec<String> = records.iter().map(|r| r.image_id.clone()).collect();
-    images.sort();
+    crate::util::sort::sort(&mut images);
     images.dedup();
     let digests = engine.image_digests(&images, Instant::now() + opts.timeout);
     let shared = Shared {

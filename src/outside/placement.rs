@@ -152,7 +152,9 @@ pub fn candidates(
         .iter()
         .filter(|m| m.kind == MountKind::Tmpfs)
         .collect();
-    tmpfs.sort_by_key(|m| (m.destination != "/tmp", m.destination != "/var/tmp"));
+    crate::util::sort::sort_by_key(&mut tmpfs, |m| {
+        (m.destination != "/tmp", m.destination != "/var/tmp")
+    });
     let volumes = rec.mounts.iter().filter(|m| m.kind == MountKind::Volume);
     for m in tmpfs.into_iter().chain(volumes) {
         let (method, what) = match m.kind {

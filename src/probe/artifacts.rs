@@ -97,24 +97,56 @@ pub struct ArtifactDef {
     pub dir_names: Vec<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CachesToml {
     cache: Vec<CacheDef>,
     credential: Vec<CredentialDef>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct BrowsersToml {
     family: Vec<FamilyDef>,
     browser: Vec<BrowserDef>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ArtifactsToml {
     artifact: Vec<ArtifactDef>,
+}
+
+// Read without serde (util/embedded.rs); the tests read them both ways.
+crate::embedded_struct!(CacheDef {
+    get [name, class, sensitivity, paths, env]
+    or_default [generic]
+});
+crate::embedded_enum!(CredFormat {
+    "url-userinfo" => UrlUserinfo,
+    "npmrc" => Npmrc,
+    "yarnrc" => Yarnrc,
+    "xml-password" => XmlPassword,
+    "properties" => Properties,
+    "toml-token" => TomlToken,
+    "token-file" => TokenFile,
+});
+crate::embedded_struct!(CredentialDef { get [tool, paths, workspace, env, format] });
+crate::embedded_struct!(FamilyDef {
+    get [name, root_files, profile_files, session_files, debug_file]
+});
+crate::embedded_struct!(BrowserDef { get [name, family, paths] });
+crate::embedded_struct!(ArtifactDef { get [class, sensitivity, names, dirs, dir_names] });
+crate::embedded_struct!(CachesToml { get [cache, credential] });
+crate::embedded_struct!(BrowsersToml { get [family, browser] });
+crate::embedded_struct!(ArtifactsToml { get [artifact] });
+
+#[cfg(test)]
+#[test]
+fn artifact_catalogs_read_as_serde_read_them() {
+    crate::util::embedded::tests::same::<CachesToml>("caches.toml", CACHES_TOML);
+    crate::util::embedded::tests::same::<BrowsersToml>("browsers.toml", BROWSERS_TOML);
+    crate::util::embedded::tests::same::<ArtifactsToml>("artifacts.toml", ARTIFACTS_TOML);
 }
 
 pub const CACHES_TOML: &str = include_str!("../../probes/caches.toml");
@@ -845,7 +877,7 @@ fn inspect_profile(
             }
         }
     }
-    dirs[1..].sort();
+    crate::util::sort::sort(&mut dirs[1..]);
     for (name, dir) in &dirs {
         let mut any = false;
         for f in &fam.profile_files {

@@ -90,7 +90,7 @@ pub fn collect(host: &Host) -> Result<DeviceFacts, Unchecked> {
             writable: host.access(&in_root, AccessFlags::W_OK).is_ok(),
         });
     }
-    f.nodes.sort_by(|a, b| a.path.cmp(&b.path));
+    crate::util::sort::sort_by(&mut f.nodes, |a, b| a.path.cmp(&b.path));
     Ok(f)
 }
 

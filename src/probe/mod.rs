@@ -18,7 +18,6 @@ pub mod sockets;
 pub mod teardown;
 pub mod writable;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -32,6 +31,7 @@ use crate::facts::unchecked::Unchecked;
 use crate::facts::users::{self, Users};
 use crate::host::{Cleanup, Host};
 use crate::policy::Policy;
+use crate::util::panics;
 
 /// How long one probe may take unless the run's own deadline is sooner.
 pub const PROBE_BUDGET: Duration = Duration::from_secs(5);
@@ -68,7 +68,7 @@ pub enum ProbeStatus {
     Incomplete,
     /// Its deadline passed first.
     Timeout,
-    /// It failed internally; the panic was caught.
+    /// It failed internally: it panicked (src/util/panics.rs).
     Panic,
 }
 
@@ -96,6 +96,10 @@ pub enum Outcome<T> {
     Panicked(String),
 }
 
+/// What a probe's thread sends when it ends: its result (or, when it
+/// panicked, the panic's message) and how long it ran.
+type Ended<T> = (Result<Result<T, Unchecked>, String>, Duration);
+
 /// A probe started on its own thread.
 pub struct Running<T> {
     name: &'static str,
@@ -104,7 +108,7 @@ pub struct Running<T> {
     deadline: Instant,
     /// The probe's result and how long it ran, measured on its own thread
     /// (waiting on the probes one after another must not add to it).
-    rx: mpsc::Receiver<(std::thread::Result<Result<T, Unchecked>>, Duration)>,
+    rx: mpsc::Receiver<Ended<T>>,
 }
 
 pub fn spawn<T, F>(name: &'static str, phase: u8, deadline: Instant, f: F) -> Running<T>
@@ -118,8 +122,18 @@ where
         .name(format!("probe-{name}"))
         .spawn(move || {
             let t0 = Instant::now();
-            let r = catch_unwind(AssertUnwindSafe(f));
-            let _ = tx.send((r, t0.elapsed()));
+            // A panic sends its message instead (src/util/panics.rs).
+            let on_panic = tx.clone();
+            let r = panics::guard(
+                move |m| {
+                    let _ = on_panic.send((Err(m), t0.elapsed()));
+                },
+                || {
+                    panics::planted(format_args!("probe:{name}"));
+                    f()
+                },
+            );
+            let _ = tx.send((Ok(r), t0.elapsed()));
         });
     if let Err(e) = spawned {
         // Could not even start a thread: report it through the same path.
@@ -158,18 +172,11 @@ impl<T> Running<T> {
                 let why = e.to_string();
                 (Outcome::Failed(e), ProbeStatus::Incomplete, Some(why))
             }
-            Ok(Err(p)) => {
-                let msg = p
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| p.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into());
-                (
-                    Outcome::Panicked(msg.clone()),
-                    ProbeStatus::Panic,
-                    Some(msg),
-                )
-            }
+            Ok(Err(msg)) => (
+                Outcome::Panicked(msg.clone()),
+                ProbeStatus::Panic,
+                Some(msg),
+            ),
             Err(_) => (
                 Outcome::TimedOut,
                 ProbeStatus::Timeout,
@@ -229,7 +236,7 @@ pub enum Cut {
     TimedOut,
     /// The run's deadline (--timeout) passed before it finished.
     RunDeadline,
-    /// It panicked; the panic was caught.
+    /// It panicked (src/util/panics.rs).
     Panicked(String),
 }
 

@@ -15,7 +15,6 @@ pub mod resolve;
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, TcpStream};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -28,6 +27,7 @@ use crate::policy::Policy;
 
 use crate::target::{self, HostName, Scheme, Target};
 use crate::util::http1::{self, Request, Response, Timed, Version};
+use crate::util::panics;
 use crate::util::tls::{Presented, Tls, TlsError, TrustStore};
 use builtin::Kind;
 use dial::{Dial, NetError};
@@ -417,14 +417,22 @@ pub fn collect(host: &Host, policy: &Policy, opts: &Options, deadline: Instant) 
             .name(format!("net-{i}"))
             .stack_size(THREAD_STACK)
             .spawn(move || {
-                let r = catch_unwind(AssertUnwindSafe(|| probe_one(&p2, &sh, own))).unwrap_or_else(
-                    |_| {
-                        failed(
-                            &p2,
+                // A panic sends this destination's failure instead
+                // (src/util/panics.rs).
+                let (on_panic, planned) = (tx.clone(), p2.clone());
+                let r = panics::guard(
+                    move |_| {
+                        let r = failed(
+                            &planned,
                             NetOutcome::Error,
                             "probe",
                             "internal error while probing it".into(),
-                        )
+                        );
+                        let _ = on_panic.send((i, r));
+                    },
+                    || {
+                        panics::planted(format_args!("net:{i}"));
+                        probe_one(&p2, &sh, own)
                     },
                 );
                 let _ = tx.send((i, r));

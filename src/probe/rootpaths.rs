@@ -782,7 +782,7 @@ pub fn collect(host: &Host, users: &Users, deadline: Instant) -> Result<RootPath
     let mut gids = ids(status_field(&status, "Gid"));
     gids.truncate(2);
     gids.extend(ids(status_field(&status, "Groups")));
-    gids.sort_unstable();
+    crate::util::sort::sort(&mut gids);
     gids.dedup();
     f.gids = gids;
     f.no_new_privs = status_field(&status, "NoNewPrivs").map(|v| v == "1");
@@ -878,7 +878,7 @@ fn collect_sudo(host: &Host, id: &Identity, f: &mut RootPathFacts, deadline: Ins
                         .collect()
                 })
                 .unwrap_or_default();
-            names.sort();
+            crate::util::sort::sort(&mut names);
             queue.extend(names.into_iter().rev().map(|n| format!("{dir}/{n}")));
             continue;
         }
@@ -1113,7 +1113,7 @@ fn collect_programs(host: &Host, f: &mut RootPathFacts, deadline: Instant) {
             });
         }
     }
-    f.privileged_programs.sort_by(|a, b| a.path.cmp(&b.path));
+    crate::util::sort::sort_by(&mut f.privileged_programs, |a, b| a.path.cmp(&b.path));
 }
 
 // ---------------------------------------------------------------------------

@@ -88,15 +88,16 @@ impl Canary {
         let Some(sig) = crate::util::codec::b64_decode(&s.sig) else {
             return "invalid";
         };
-        let Ok(sig) = ed25519_dalek::Signature::from_slice(&sig) else {
+        let Ok(sig) = <[u8; 64]>::try_from(sig.as_slice()) else {
             return "invalid";
         };
         if keys::keyid(&vk) != s.keyid {
             return "invalid";
         }
-        match vk.verify_strict(&self.signed_bytes(), &sig) {
-            Ok(()) => "valid",
-            Err(_) => "invalid",
+        if vk.verify_strict(&self.signed_bytes(), &sig) {
+            "valid"
+        } else {
+            "invalid"
         }
     }
 }
@@ -185,7 +186,7 @@ pub fn collect(host: &Host, mounts: Option<&MountFacts>) -> Result<TeardownFacts
     for ws in mounts.workspace.iter() {
         dirs.push(ws.path.clone());
     }
-    dirs.sort();
+    crate::util::sort::sort(&mut dirs);
     dirs.dedup();
     for d in dirs {
         search(host, &d, MAX_ENTRIES, &mut f);

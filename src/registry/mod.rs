@@ -40,9 +40,8 @@ pub mod reference;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ed25519_dalek::VerifyingKey;
+use crate::keys::VerifyingKey;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 use crate::attest::dsse::{Envelope, PAYLOAD_TYPE};
 use crate::attest::verify::{self, Verdict};
@@ -98,7 +97,7 @@ pub struct Options {
 }
 
 pub fn sha256(b: &[u8]) -> String {
-    format!("sha256:{}", codec::hex(&Sha256::digest(b)))
+    format!("sha256:{}", crate::util::digest::sha256_hex(b))
 }
 
 fn client(opts: &Options, push: bool) -> Result<Client, Error> {

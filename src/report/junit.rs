@@ -55,7 +55,7 @@ pub fn render(r: &Report) -> String {
     let mut suites = String::new();
     let (mut t_tests, mut t_fail, mut t_err, mut t_skip) = (0, 0, 0, 0);
     let mut phases: Vec<u8> = catalog().iter().map(|c| c.phase).collect();
-    phases.sort_by_key(|p| if *p == 0 { 99 } else { *p });
+    crate::util::sort::sort_by_key(&mut phases, |p| if *p == 0 { 99 } else { *p });
     phases.dedup();
     for phase in phases {
         let ran = r.probes.iter().any(|p| p.phase == phase);

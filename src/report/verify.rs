@@ -4,11 +4,10 @@
 
 use std::fmt::Write;
 
-use ed25519_dalek::VerifyingKey;
 use serde_json::Value;
 
 use super::text::sanitize;
-use crate::attest::keys;
+use crate::attest::keys::{self, VerifyingKey};
 use crate::attest::verify::Verdict;
 use crate::attest::SSHSIG_NAMESPACE;
 

@@ -204,7 +204,7 @@ impl PathEnds {
         if hits.is_empty() {
             return None;
         }
-        hits.sort_unstable();
+        crate::util::sort::sort(&mut hits);
         let mut full: Option<Vec<String>> = None;
         for i in hits {
             if self.pats[i].len() <= 2 {

@@ -99,13 +99,128 @@ impl Gathered {
     }
 }
 
+/// ring's provider as rustls's `default_provider()` makes it, but with the
+/// AES-GCM suites only, TLS 1.3 and 1.2: every TLS 1.3 server has
+/// AES-128-GCM (RFC 8446 §9.1) and TLS 1.2 servers offer AES-GCM;
+/// ChaCha20-Poly1305, the suite for clients without AES in hardware, was
+/// 50 KB of the shipped binary (bench/RESULTS.md, "Size, issue 24").
+/// Field by field, since calling `default_provider()` at all keeps every
+/// suite it lists.
+fn provider() -> CryptoProvider {
+    use rustls::crypto::ring::{cipher_suite as cs, kx_group};
+    CryptoProvider {
+        cipher_suites: vec![
+            cs::TLS13_AES_256_GCM_SHA384,
+            cs::TLS13_AES_128_GCM_SHA256,
+            cs::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+            cs::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+            cs::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+            cs::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+        ],
+        kx_groups: vec![kx_group::X25519, kx_group::SECP256R1, kx_group::SECP384R1],
+        signature_verification_algorithms: SIGNATURE_ALGORITHMS,
+        secure_random: &Random,
+        key_provider: &NoClientKeys,
+    }
+}
+
+/// rustls's ring provider's signature algorithms (its SUPPORTED_SIG_ALGS).
+static SIGNATURE_ALGORITHMS: rustls::crypto::WebPkiSupportedAlgorithms =
+    rustls::crypto::WebPkiSupportedAlgorithms {
+        all: &[
+            webpki::ring::ECDSA_P256_SHA256,
+            webpki::ring::ECDSA_P256_SHA384,
+            webpki::ring::ECDSA_P384_SHA256,
+            webpki::ring::ECDSA_P384_SHA384,
+            webpki::ring::ED25519,
+            webpki::ring::RSA_PSS_2048_8192_SHA256_LEGACY_KEY,
+            webpki::ring::RSA_PSS_2048_8192_SHA384_LEGACY_KEY,
+            webpki::ring::RSA_PSS_2048_8192_SHA512_LEGACY_KEY,
+            webpki::ring::RSA_PKCS1_2048_8192_SHA256,
+            webpki::ring::RSA_PKCS1_2048_8192_SHA384,
+            webpki::ring::RSA_PKCS1_2048_8192_SHA512,
+            webpki::ring::RSA_PKCS1_2048_8192_SHA256_ABSENT_PARAMS,
+            webpki::ring::RSA_PKCS1_2048_8192_SHA384_ABSENT_PARAMS,
+            webpki::ring::RSA_PKCS1_2048_8192_SHA512_ABSENT_PARAMS,
+        ],
+        mapping: &[
+            (
+                SignatureScheme::ECDSA_NISTP384_SHA384,
+                &[
+                    webpki::ring::ECDSA_P384_SHA384,
+                    webpki::ring::ECDSA_P256_SHA384,
+                ],
+            ),
+            (
+                SignatureScheme::ECDSA_NISTP256_SHA256,
+                &[
+                    webpki::ring::ECDSA_P256_SHA256,
+                    webpki::ring::ECDSA_P384_SHA256,
+                ],
+            ),
+            (SignatureScheme::ED25519, &[webpki::ring::ED25519]),
+            (
+                SignatureScheme::RSA_PSS_SHA512,
+                &[webpki::ring::RSA_PSS_2048_8192_SHA512_LEGACY_KEY],
+            ),
+            (
+                SignatureScheme::RSA_PSS_SHA384,
+                &[webpki::ring::RSA_PSS_2048_8192_SHA384_LEGACY_KEY],
+            ),
+            (
+                SignatureScheme::RSA_PSS_SHA256,
+                &[webpki::ring::RSA_PSS_2048_8192_SHA256_LEGACY_KEY],
+            ),
+            (
+                SignatureScheme::RSA_PKCS1_SHA512,
+                &[webpki::ring::RSA_PKCS1_2048_8192_SHA512],
+            ),
+            (
+                SignatureScheme::RSA_PKCS1_SHA384,
+                &[webpki::ring::RSA_PKCS1_2048_8192_SHA384],
+            ),
+            (
+                SignatureScheme::RSA_PKCS1_SHA256,
+                &[webpki::ring::RSA_PKCS1_2048_8192_SHA256],
+            ),
+        ],
+    };
+
+/// The provider's randomness: ring's, as rustls's ring provider has it.
+#[derive(Debug)]
+struct Random;
+
+impl rustls::crypto::SecureRandom for Random {
+    fn fill(&self, buf: &mut [u8]) -> Result<(), rustls::crypto::GetRandomFailed> {
+        use ring::rand::SecureRandom as _;
+        ring::rand::SystemRandom::new()
+            .fill(buf)
+            .map_err(|_| rustls::crypto::GetRandomFailed)
+    }
+}
+
+/// selfprobe presents no client certificate, so it loads no key.
+#[derive(Debug)]
+struct NoClientKeys;
+
+impl rustls::crypto::KeyProvider for NoClientKeys {
+    fn load_private_key(
+        &self,
+        _key: rustls::pki_types::PrivateKeyDer<'static>,
+    ) -> Result<Arc<dyn rustls::sign::SigningKey>, rustls::Error> {
+        Err(rustls::Error::General(
+            "selfprobe presents no client certificate".into(),
+        ))
+    }
+}
+
 impl Tls {
     /// The roots the workspace's own tools would trust, as OpenSSL, Go and
     /// curl find them: SSL_CERT_FILE or the distribution's bundle, plus the
     /// directories in SSL_CERT_DIR (where a corporate CA is often added).
     /// Without any, the embedded roots.
     pub fn load(host: &Host) -> Tls {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = Arc::new(provider());
         let mut tried = Vec::new();
         let mut used = Vec::new();
         let mut got = Gathered {
@@ -294,15 +409,7 @@ impl Presented {
 }
 
 /// Subject and issuer of a DER certificate, as RFC 4514 strings.
-pub fn names(der: &[u8]) -> Option<(String, String)> {
-    use x509_cert::der::Decode;
-    let cert = x509_cert::Certificate::from_der(der).ok()?;
-    let clip = |s: String| s.chars().take(512).collect::<String>();
-    Some((
-        clip(cert.tbs_certificate.subject.to_string()),
-        clip(cert.tbs_certificate.issuer.to_string()),
-    ))
-}
+pub use super::x509::names;
 
 #[derive(Debug)]
 struct Capture {

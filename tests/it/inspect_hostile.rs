@@ -190,8 +190,17 @@ fn hostile_probes_are_not_probed_or_not_verified_and_the_others_are_unaffected()
     if ran.wall > Duration::from_secs(40) {
         bad.push(format!("the inspection took {:?}", ran.wall));
     }
-    // The 1 GiB flood is cut at 16 MiB; the host keeps well under this.
-    if ran.maxrss_kib > 160 * 1024 {
+    // The 1 GiB flood is cut at 16 MiB; the host keeps well under this
+    // (the largest of selfprobe and the engine CLIs it ran: 25 MiB here).
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!(
+            "FIGURES hostile inspection: wall {:?}, peak RSS {} KiB\n",
+            ran.wall, ran.maxrss_kib
+        )
+        .as_bytes(),
+    );
+    if ran.maxrss_kib > 96 * 1024 {
         bad.push(format!("peak RSS {} KiB", ran.maxrss_kib));
     }
     assert_none(&bad, &ran);

@@ -51,9 +51,32 @@ pub struct TokenSpec {
     pub header: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 struct Catalog {
     destination: Vec<Builtin>,
+}
+
+// Read without serde (util/embedded.rs); the tests read them both ways.
+crate::embedded_enum!(Kind {
+    "policy" => Policy,
+    "metadata" => Metadata,
+    "egress" => Egress,
+    "kubernetes" => Kubernetes,
+    "engine" => Engine,
+    "browser-debug" => BrowserDebug,
+});
+crate::embedded_struct!(Builtin {
+    get [name, kind, url, why]
+    opt [provider, method, token]
+    or_default [headers]
+});
+crate::embedded_struct!(TokenSpec { get [method, url, header] or_default [headers] });
+crate::embedded_struct!(Catalog { get [destination] });
+
+#[cfg(test)]
+#[test]
+fn destinations_read_as_serde_read_them() {
+    crate::util::embedded::tests::same::<Catalog>("destinations.toml", DESTINATIONS_TOML);
 }
 
 pub fn builtins() -> &'static [Builtin] {

@@ -287,7 +287,7 @@ fn interpret(name: &str, server: SocketAddr, answers: Vec<Answer>) -> Result<Res
     }
     if !addrs.is_empty() {
         // A before AAAA: IPv4 is what most workspaces can route.
-        addrs.sort_by_key(|a| a.is_ipv6());
+        crate::util::sort::sort_by_key(&mut addrs, |a| a.is_ipv6());
         return Ok(Resolved {
             addrs,
             via: Via::Dns,

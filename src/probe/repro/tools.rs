@@ -17,6 +17,7 @@
 //! untrusted image, and executing it would run its code on this machine.
 
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use nix::unistd::AccessFlags;
@@ -27,6 +28,7 @@ use crate::facts::programs::{refuse, search_path};
 use crate::host::Host;
 pub use crate::util::command::ToolStatus;
 use crate::util::command::{run_bounded, Outcome};
+use crate::util::panics;
 
 mod versions;
 
@@ -186,27 +188,39 @@ pub fn observe(host: &Host, deadline: Instant) -> Vec<ToolRun> {
         pending.push(run);
     }
 
-    // Side by side: the slowest tool, not the sum, bounds the probe.
-    let handles: Vec<(usize, std::thread::JoinHandle<Outcome>)> = to_run
-        .into_iter()
-        .map(|(i, exe)| {
-            let args: Vec<String> = pending[i].args.clone();
-            let env = env.clone();
-            let dl = std::cmp::min(deadline, Instant::now() + TOOL_DEADLINE);
-            (
-                i,
-                std::thread::spawn(move || run_bounded(&exe, &args, &env, Path::new("/"), dl)),
-            )
-        })
-        .collect();
-    for (i, h) in handles {
-        let o = h.join().unwrap_or_else(|_| Outcome {
-            status: ToolStatus::Error,
-            output: String::new(),
-            exit_code: None,
-            duration: Duration::ZERO,
-            reason: Some("the runner failed internally".into()),
+    // Side by side: the slowest tool, not the sum, bounds the probe. Each
+    // runner answers once: its outcome, or on a panic "failed internally"
+    // (src/util/panics.rs; a panicked thread never ends, so no join).
+    let (tx, rx) = mpsc::channel::<(usize, Outcome)>();
+    let started = to_run.len();
+    for (i, exe) in to_run {
+        let args: Vec<String> = pending[i].args.clone();
+        let env = env.clone();
+        let dl = std::cmp::min(deadline, Instant::now() + TOOL_DEADLINE);
+        let (tx, on_panic) = (tx.clone(), tx.clone());
+        let tool = pending[i].tool.clone();
+        std::thread::spawn(move || {
+            let o = panics::guard(
+                move |_| {
+                    let failed = Outcome {
+                        status: ToolStatus::Error,
+                        output: String::new(),
+                        exit_code: None,
+                        duration: Duration::ZERO,
+                        reason: Some("the runner failed internally".into()),
+                    };
+                    let _ = on_panic.send((i, failed));
+                },
+                || {
+                    panics::planted(format_args!("tool:{tool}"));
+                    run_bounded(&exe, &args, &env, Path::new("/"), dl)
+                },
+            );
+            let _ = tx.send((i, o));
         });
+    }
+    drop(tx);
+    for (i, o) in rx.iter().take(started) {
         let r = &mut pending[i];
         r.status = o.status;
         r.exit_code = o.exit_code;

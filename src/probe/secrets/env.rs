@@ -78,7 +78,7 @@ pub fn scan(vars: &[(String, String)]) -> Vec<EnvHit> {
             })
         })
         .collect();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
+    crate::util::sort::sort_by(&mut out, |a, b| a.name.cmp(&b.name));
     out.dedup_by(|a, b| a.name == b.name);
     out
 }
@@ -104,7 +104,7 @@ pub fn scan_processes(
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|p| Some(*p) != self_pid)
         .collect();
-    pids.sort_unstable();
+    crate::util::sort::sort(&mut pids);
     if pids.len() > MAX_PROCESSES {
         pids.truncate(MAX_PROCESSES);
         f.truncated = true;
@@ -148,7 +148,7 @@ pub fn scan_processes(
         if vars.is_empty() {
             continue;
         }
-        vars.sort_by(|a, b| a.name.cmp(&b.name));
+        crate::util::sort::sort_by(&mut vars, |a, b| a.name.cmp(&b.name));
         vars.dedup_by(|a, b| a.name == b.name);
         let comm = host
             .read(format!("/proc/{pid}/comm"))

@@ -44,6 +44,16 @@ struct Catalog {
     tree: Vec<TreeRule>,
 }
 
+// Read without serde (util/embedded.rs); the tests read them both ways.
+crate::embedded_struct!(TreeRule { get [layout, kind, manager] or_default [inside, beside] });
+crate::embedded_struct!(Catalog { get [tree] });
+
+#[cfg(test)]
+#[test]
+fn package_trees_read_as_serde_read_them() {
+    crate::util::embedded::tests::same::<Catalog>("package-trees.toml", PACKAGE_TREES_TOML);
+}
+
 pub fn rules() -> &'static [TreeRule] {
     static C: OnceLock<Vec<TreeRule>> = OnceLock::new();
     C.get_or_init(|| {

@@ -271,6 +271,76 @@ pub struct HistoryRule {
     pub shell: String,
 }
 
+// Read without serde (util/embedded.rs); the tests read them both ways.
+crate::embedded_struct!(EnvSecrets { get [ignore_names, name, value, lines] });
+crate::embedded_struct!(NameRule { get [glob, kind] opt [note] });
+crate::embedded_struct!(ValueRule {
+    opt [prefix, builtin, max_len, charset, note]
+    get [kind]
+    or_default [min_len]
+});
+crate::embedded_enum!(Builtin { "pem-private-key" => PemPrivateKey, "url-userinfo" => UrlUserinfo });
+crate::embedded_enum!(Charset {
+    "alnum" => Alnum,
+    "upper-alnum" => UpperAlnum,
+    "word" => Word,
+    "dotted" => Dotted,
+    "hex" => Hex,
+    "jwt" => Jwt,
+});
+crate::embedded_struct!(Lines { get [markers] });
+crate::embedded_struct!(Credentials {
+    get [walk, file, pointer, token, token_var, agent, helper_path, helper_var, git, history, mcp]
+});
+crate::embedded_struct!(McpRule { get [path, place, format, servers, client, source] });
+crate::embedded_enum!(McpPlace { "workspace" => Workspace, "home" => Home });
+crate::embedded_enum!(McpFormat { "json" => Json, "toml" => Toml });
+crate::embedded_struct!(Git { get [configs] });
+crate::embedded_struct!(Walk { get [agent_sockets] });
+crate::embedded_enum!(Check {
+    "private-key" => PrivateKey,
+    "contains" => Contains,
+    "nonempty" => Nonempty,
+    "env-file" => EnvFile,
+    "npmrc" => Npmrc,
+    "docker-auths" => DockerAuths,
+    "url-userinfo" => UrlUserinfo,
+    "git-config" => GitConfig,
+    "json-fields" => JsonFields,
+    "secret-keys" => SecretKeys,
+});
+crate::embedded_enum!(Entries {
+    "ini-sections" => IniSections,
+    "netrc-machines" => NetrcMachines,
+    "npm-registries" => NpmRegistries,
+    "url-hosts" => UrlHosts,
+    "yaml-top-keys" => YamlTopKeys,
+    "docker-auths" => DockerAuths,
+    "env-names" => EnvNames,
+    "kube-context" => KubeContext,
+});
+crate::embedded_struct!(FileRule {
+    get [path, kind, check]
+    or_default [any, exclude, name_only, fields, keys]
+    opt [entries, max_read, jwt, expires, expires_unit, refresh, agent, source]
+});
+crate::embedded_enum!(ExpiresUnit { "ms" => Ms, "s" => S, "rfc3339" => Rfc3339 });
+crate::embedded_struct!(Pointer { get [var, as_rule = "as"] or_default [list] opt [join] });
+crate::embedded_struct!(TokenRule { get [path, kind] or_default [jwt_only] });
+crate::embedded_struct!(TokenVar { get [var, kind] });
+crate::embedded_enum!(Protocol { "ssh" => Ssh, "gpg" => Gpg });
+crate::embedded_struct!(AgentRule { get [path, protocol] });
+crate::embedded_struct!(HelperPath { get [path, kind] });
+crate::embedded_struct!(HelperVar { get [var, kind, forwarded] });
+crate::embedded_struct!(HistoryRule { get [path, shell] });
+
+#[cfg(test)]
+#[test]
+fn secret_catalogs_read_as_serde_read_them() {
+    crate::util::embedded::tests::same::<EnvSecrets>("env-secrets.toml", ENV_SECRETS_TOML);
+    crate::util::embedded::tests::same::<Credentials>("credentials.toml", CREDENTIALS_TOML);
+}
+
 use crate::catalog::parse_embedded as parse;
 use crate::util::glob::matches_component;
 

@@ -6,6 +6,7 @@
 
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -247,7 +248,8 @@ pub fn key(dir: &Path) -> PathBuf {
 }
 
 /// One `selfprobe inspect` (or teardown) run: its output, the inspection,
-/// its wall time and its peak RSS (wait4 on the child alone).
+/// its wall time and its peak RSS (the largest of it and the engine CLIs
+/// it ran, measured by common/maxrss.rs, so none of the harness's).
 pub struct Ran {
     pub code: i32,
     pub stdout: String,
@@ -256,10 +258,11 @@ pub struct Ran {
     pub maxrss_kib: i64,
 }
 
-/// Waited for with wait4(2) below, which std's Child cannot see.
-#[allow(clippy::zombie_processes)]
-pub fn run_measured(mut cmd: Command, limit: Duration) -> Ran {
+/// Run under common/maxrss.rs's helper, which reports the peak RSS.
+pub fn run_measured(cmd: Command, limit: Duration) -> Ran {
     let shown = format!("{cmd:?}");
+    let mut cmd = super::maxrss::wrap(&cmd);
+    cmd.process_group(0);
     let t0 = Instant::now();
     let mut child = cmd
         .stdin(Stdio::null())
@@ -276,33 +279,32 @@ pub fn run_measured(mut cmd: Command, limit: Duration) -> Ran {
     };
     let out = drain(Box::new(child.stdout.take().unwrap()));
     let err = drain(Box::new(child.stderr.take().unwrap()));
-    let pid = child.id() as i32;
-    let mut status = 0;
-    let mut ru: nix::libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: waiting on our own child with valid out-pointers.
-        let r = unsafe { nix::libc::wait4(pid, &mut status, nix::libc::WNOHANG, &mut ru) };
-        if r == pid {
-            break;
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
         }
         if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = unsafe { nix::libc::wait4(pid, &mut status, 0, &mut ru) };
+            // The helper and the command it runs, in a group of their own.
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(child.id() as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            let _ = child.wait();
             panic!("{shown}: no exit within {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(10));
-    }
-    let code = if nix::libc::WIFEXITED(status) {
-        nix::libc::WEXITSTATUS(status)
-    } else {
-        -1
     };
+    let wall = t0.elapsed();
+    // The helper passes the command's exit code on (128 + N for signal N).
+    let code = status.code().unwrap_or(-1);
+    let (maxrss, stderr) = super::maxrss::take(&err.join().unwrap_or_default());
     Ran {
         code,
         stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
-        wall: t0.elapsed(),
-        maxrss_kib: ru.ru_maxrss,
+        maxrss_kib: maxrss
+            .unwrap_or_else(|| panic!("{shown}: no peak RSS from the helper:\n{stderr}")),
+        stderr,
+        wall,
     }
 }
 

@@ -16,7 +16,7 @@ pub fn seed_of(key: &Path) -> [u8; 32] {
         let kp = k.key_data().ed25519().unwrap();
         kp.private.to_bytes()
     } else {
-        let (_, der) = pkcs8::der::pem::decode_vec(text.as_bytes()).unwrap();
+        let (_, der) = ed25519_dalek::pkcs8::spki::der::pem::decode_vec(text.as_bytes()).unwrap();
         // openssl writes PKCS#8 v1 for Ed25519: a 16-byte header, then the seed.
         assert_eq!(der.len(), 48, "unexpected PKCS#8 layout");
         der[16..].try_into().unwrap()

@@ -6,6 +6,7 @@ pub mod fleet;
 pub mod formats;
 pub mod inspect;
 pub mod keys;
+pub mod maxrss;
 pub mod netserve;
 pub mod other_user;
 pub mod podman;

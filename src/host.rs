@@ -535,14 +535,43 @@ pub fn remove_on_signal(cleanups: Vec<std::sync::Arc<Cleanup>>) -> Result<(), Si
         .name("signals".into())
         .spawn(move || {
             if let Ok(sig) = set.wait() {
+                // Before the cleanup refuses new files: the main thread can
+                // only see the run stopping after this is set.
+                STOPPED_BY.store(sig as i32, std::sync::atomic::Ordering::SeqCst);
                 for c in &cleanups {
                     c.remove_all();
+                }
+                // The tests' way to lose the race exit_if_signalled guards
+                // against (debug builds only): this thread slow to exit.
+                #[cfg(debug_assertions)]
+                if std::env::var_os("SELFPROBE_DEBUG_SLOW_SIGNAL_EXIT").is_some() {
+                    std::thread::sleep(Duration::from_millis(1500));
                 }
                 std::process::exit(128 + sig as i32);
             }
         })
         .map_err(SignalError::Thread)?;
     Ok(())
+}
+
+/// The signal that stopped the run (0: none yet), set by the signal thread
+/// of `remove_on_signal` before it removes anything.
+static STOPPED_BY: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// For main, just before it exits: once a signal has stopped the run, the
+/// exit is 128 + the signal, never the run's own code. Otherwise a run cut
+/// short (its creates refused once the cleanup began, so it hurries to the
+/// end) could exit 0 before the signal thread's exit, as one did under
+/// load in `signals::a_signal_the_caller_ignores_stays_ignored`. Waits for
+/// the signal thread to exit the process (its cleanup is bounded by
+/// CLEANUP_WAIT), then exits with that code itself.
+pub fn exit_if_signalled() {
+    let sig = STOPPED_BY.load(std::sync::atomic::Ordering::SeqCst);
+    if sig == 0 {
+        return;
+    }
+    std::thread::sleep(CLEANUP_WAIT * 2 + Duration::from_secs(1));
+    std::process::exit(128 + sig);
 }
 
 /// Whether `sig` was set to SIG_IGN by whoever started this process (the

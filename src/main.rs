@@ -102,6 +102,7 @@ fn main() -> ExitCode {
     if let Some(policy) = remove {
         remove_self(policy.as_deref());
     }
+    host::exit_if_signalled();
     finish(result)
 }
 

@@ -261,3 +261,29 @@ fn a_signal_the_caller_ignores_stays_ignored() {
     // What the caller did not ignore still stops it.
     stops(Some(Signal::SIGHUP), Signal::SIGTERM);
 }
+
+/// A run its signal cut short never exits 0, even when the main thread
+/// reaches its end (every create refused once the cleanup began) before the
+/// signal thread's exit: SELFPROBE_DEBUG_SLOW_SIGNAL_EXIT (debug builds)
+/// holds that thread back 1.5 s, which a loaded machine did by itself.
+#[test]
+fn a_run_cut_short_by_a_signal_never_exits_0() {
+    let n = 2000;
+    let f = Fixture::many_mounts("cutshort", "data", "v", n);
+    let first = f.dir.join("data/v0");
+    let status = signal_when(
+        Command::new(BIN)
+            .env("SELFPROBE_DEBUG_SLOW_SIGNAL_EXIT", "1")
+            .args(["canary", "plant", "--root"])
+            .arg(&f.dir)
+            .args(["--workspace", "/workspace"]),
+        Signal::SIGTERM,
+        || !named(&first, ".selfprobe-canary-").is_empty(),
+    );
+    let whole = canaries(&f.dir).iter().filter(|c| c.1).count();
+    assert_eq!(
+        status.code(),
+        Some(128 + Signal::SIGTERM as i32),
+        "a run stopped by SIGTERM part-way ({whole} of {n} canaries)"
+    );
+}

@@ -22,6 +22,7 @@ use zeroize::Zeroizing;
 
 use super::cis::{self, Check};
 use super::crosscheck::{self, Comparison, Disagreement};
+use super::direct;
 use super::engine::{failure, Engine};
 use super::placement::{self, Candidate, Method, Passed};
 use super::record::{EngineKind, MountKind, Record};
@@ -108,6 +109,9 @@ pub struct PlacementOut {
     pub path: String,
     /// The probe was already bind-mounted there: nothing copied or removed.
     pub existing: bool,
+    /// How the file got there: "host" (written into the engine's MergedDir,
+    /// outside/direct.rs), "cp" (the engine's cp), "" (already there).
+    pub copied_by: &'static str,
     /// Whether the placed file is gone again (None: it was not ours to remove).
     pub removed: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -625,13 +629,13 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
     // and starts is what the run shows first: an exec that cannot start it
     // (exit 126 or 127, nothing on stdout) sends us to the next place.
     let mut tried = Vec::new();
-    let mut ran: Option<(Candidate, String, Option<String>, bool, Captured)> = None;
+    let mut ran: Option<(Candidate, Placed, bool, Captured)> = None;
     let (mut place_ms, mut run_ms) = (0, 0);
     for cand in cands {
         let tp = Instant::now();
         let placed = place(sh, rec, &cand, cleanup_at);
         place_ms += ms(tp);
-        let (sha, policy_in) = match placed {
+        let (sha, policy_in, copied_by) = match placed {
             Ok(p) => p,
             Err(why) => {
                 tried.push(Passed {
@@ -680,7 +684,7 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
                 ),
             });
         } else {
-            ran = Some((cand, sha, policy_in, run_removes, out));
+            ran = Some((cand, (sha, policy_in, copied_by), run_removes, out));
             break;
         }
         if Instant::now() >= cleanup_at {
@@ -689,7 +693,7 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
     }
     c.steps_ms.insert("place", place_ms);
     c.steps_ms.insert("run", run_ms);
-    let Some((cand, sha, policy_in, run_removes, out)) = ran else {
+    let Some((cand, (sha, policy_in, copied_by), run_removes, out)) = ran else {
         c.instruction = Some(placement::instruction(
             rec,
             sh.binary_shown,
@@ -708,6 +712,7 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
         method: cand.method,
         path: cand.path.clone(),
         existing: cand.existing,
+        copied_by,
         removed: None,
         removal: None,
         sha256: sha.clone(),
@@ -792,20 +797,26 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
     c
 }
 
-/// Copies the probe (and the policy, beside it) to `cand`: Ok(the SHA-256
-/// of the binary there, the policy's path) or why not. The probe already
-/// bind-mounted in is hashed from its source on the host.
-fn place(
-    sh: &Shared,
-    rec: &Record,
-    cand: &Candidate,
-    until: Instant,
-) -> Result<(String, Option<String>), String> {
+/// What `place` did: the SHA-256 of the binary there, the policy's path
+/// beside it, and how the files got there (PlacementOut::copied_by).
+type Placed = (String, Option<String>, &'static str);
+
+/// Copies the probe (and the policy, beside it) to `cand`, or why not. The
+/// probe already bind-mounted in is hashed from its source on the host.
+/// On the root filesystem of a runc or crun container the files are written
+/// from the host when outside/direct.rs's checks hold (an engine's cp costs
+/// an exec), else by the engine's cp.
+fn place(sh: &Shared, rec: &Record, cand: &Candidate, until: Instant) -> Result<Placed, String> {
     if cand.existing {
         let host = cand.host_binary.as_deref().unwrap_or("");
         let sha = sha256_file(Path::new(host), 1 << 30)
             .map_err(|e| format!("its source on the host cannot be read: {e}"))?;
-        return Ok((sha, None));
+        return Ok((sha, None, ""));
+    }
+    if cand.method == Method::Rootfs {
+        if let Some(placed) = place_direct(sh, rec, cand) {
+            return Ok(placed);
+        }
     }
     let cp = sh
         .engine
@@ -814,7 +825,7 @@ fn place(
         return Err(failure(&format!("{} cp", sh.engine.cli_name()), &cp));
     }
     let Some(src) = &sh.staged.policy else {
-        return Ok((sh.binary_sha.to_string(), None));
+        return Ok((sh.binary_sha.to_string(), None, "cp"));
     };
     let p = format!("{}.policy.toml", cand.path);
     let cp = sh.engine.copy_in(src, &rec.id, &p, until);
@@ -825,7 +836,29 @@ fn place(
         );
         return Err(why);
     }
-    Ok((sh.binary_sha.to_string(), Some(p)))
+    Ok((sh.binary_sha.to_string(), Some(p), "cp"))
+}
+
+/// The probe and the policy written from the host into the container's
+/// root (outside/direct.rs); None when its checks do not hold or a write
+/// failed, and then nothing of it is left and the engine's cp is used.
+fn place_direct(sh: &Shared, rec: &Record, cand: &Candidate) -> Option<Placed> {
+    let name = cand.path.strip_prefix('/').filter(|n| !n.contains('/'))?;
+    let root = direct::Root::open(rec, sh.engine.runtime_kind(&rec.runtime)).ok()?;
+    root.put(&sh.staged.binary, name).ok()?;
+    let Some(src) = &sh.staged.policy else {
+        return Some((sh.binary_sha.to_string(), None, "host"));
+    };
+    let policy = format!("{name}.policy.toml");
+    if root.put(src, &policy).is_err() {
+        root.remove(name);
+        return None;
+    }
+    Some((
+        sh.binary_sha.to_string(),
+        Some(format!("/{policy}")),
+        "host",
+    ))
 }
 
 /// The probe's run: the report and the envelope on stdout, the key on stdin.

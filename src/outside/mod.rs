@@ -9,6 +9,7 @@
 
 pub mod cis;
 pub mod crosscheck;
+pub mod direct;
 pub mod engine;
 pub mod inspect;
 pub mod placement;

@@ -170,6 +170,14 @@ pub struct Record {
     pub ulimits: Vec<String>,
     pub working_dir: String,
     pub labels: BTreeMap<String, String>,
+    /// Where the engine keeps the root filesystem mounted on the host
+    /// (`GraphDriver.Data.MergedDir` of an overlay driver), and the pid of
+    /// the container's first process (`State.Pid`, 0 when not running):
+    /// what outside/direct.rs checks before it writes there.
+    #[serde(skip)]
+    pub merged_dir: Option<String>,
+    #[serde(skip)]
+    pub pid: i64,
 }
 
 fn s(v: &Value, ptr: &str) -> String {
@@ -424,6 +432,10 @@ pub fn parse_record(v: &Value) -> Result<Record, RecordError> {
         ulimits,
         working_dir: s(v, "/Config/WorkingDir"),
         labels,
+        merged_dir: matches!(s(v, "/GraphDriver/Name").as_str(), "overlay" | "overlay2")
+            .then(|| s(v, "/GraphDriver/Data/MergedDir"))
+            .filter(|d| !d.is_empty()),
+        pid: i(v, "/State/Pid"),
     })
 }
 

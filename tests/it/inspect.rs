@@ -326,6 +326,12 @@ fn docker_runc_and_runsc_inspect_places_verifies_and_agrees() {
                 if kind == "c" && e["placement"]["method"] != "rootfs" {
                     bad.push(format!("{tag}: the no-shell image took {}", e["placement"]));
                 }
+                // runc's root filesystem is written from the host
+                // (outside/direct.rs); gVisor's view is its own: cp.
+                let want = if tag.starts_with('g') { "cp" } else { "host" };
+                if e["placement"]["method"] == "rootfs" && e["placement"]["copied_by"] != want {
+                    bad.push(format!("{tag}: placed by {} (want {want})", e["placement"]));
+                }
             }
         }
         let after = c.diff();
@@ -579,6 +585,12 @@ fn inspect_podman(
         let e = entry(&insp, &c.name);
         bad.extend(probed(e, true).into_iter().map(|b| format!("{tag}: {b}")));
         bad.extend(cis_floor(e));
+        // Rootful podman's root filesystem is written from the host; a
+        // rootless one is mounted in podman's own namespace: cp.
+        let want = if rl.is_some() { "cp" } else { "host" };
+        if e["placement"]["method"] == "rootfs" && e["placement"]["copied_by"] != want {
+            bad.push(format!("{tag}: placed by {} (want {want})", e["placement"]));
+        }
         match *kind {
             "a" if e["placement"]["method"] != "tmpfs" => {
                 bad.push(format!(
@@ -675,6 +687,78 @@ fn docker_all_by_label_with_a_policy() {
         if &c.diff() != before {
             bad.push(format!(
                 "{tag}: the diff changed (the policy beside the probe?)"
+            ));
+        }
+    }
+    assert_none(&bad, &ran);
+}
+
+/// The host writes the probe into a runc container's root filesystem only
+/// while that directory is the container's root (outside/direct.rs): a
+/// first process that changed its root (here chroot, as a hostile one
+/// might, to make the host write land elsewhere) fails the check, and the
+/// engine's cp places the probe instead; the plain container beside it is
+/// written from the host. Both are probed and verified.
+#[test]
+fn a_first_process_with_another_root_is_placed_by_the_engines_cp() {
+    const T: &str = "a_first_process_with_another_root_is_placed_by_the_engines_cp";
+    let Some(img) = docker_image(T) else {
+        return;
+    };
+    let tmp = TempPath::dir("jail").unwrap();
+    let jail = "mkdir -p /jail/bin && cp /bin/busybox /jail/bin/ && touch /jail/ready \
+                && exec chroot /jail /bin/busybox sleep 600";
+    let plain = Ctr::start(
+        Eng::Docker,
+        None,
+        "plain",
+        &["--network", "none"],
+        img,
+        &["/bin/sleep", "600"],
+    );
+    let jailed = Ctr::start(
+        Eng::Docker,
+        None,
+        "jailed",
+        &["--network", "none"],
+        img,
+        &["/bin/sh", "-c", jail],
+    );
+    // The chroot has happened once /jail/ready is there and PID 1 is sleep.
+    let mut ready = false;
+    for _ in 0..100 {
+        let mut c = jailed.cmd();
+        c.args(["top", &jailed.name]);
+        let out = podman::run_bounded(c, Duration::from_secs(20), None).unwrap();
+        if out.stdout.contains("sleep 600") && !out.stdout.contains("mkdir") {
+            ready = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        ready,
+        "the jailed container's first process never reached its chroot"
+    );
+    let out = tmp.path.join("out");
+    let mut cmd = inspect_cmd(shipped::bin());
+    cmd.args(["--engine", "docker", "--out-dir"])
+        .arg(&out)
+        .args([plain.name.as_str(), jailed.name.as_str()]);
+    let ran = run_measured(cmd, Duration::from_secs(120));
+    let insp = read_json(&out.join("inspection.json"));
+    let mut bad = Vec::new();
+    for (c, want) in [(&plain, "host"), (&jailed, "cp")] {
+        let e = entry(&insp, &c.name);
+        bad.extend(
+            probed(e, true)
+                .into_iter()
+                .map(|b| format!("{}: {b}", c.name)),
+        );
+        if e["placement"]["method"] != "rootfs" || e["placement"]["copied_by"] != want {
+            bad.push(format!(
+                "{}: placed {} (want rootfs by {want})",
+                c.name, e["placement"]
             ));
         }
     }

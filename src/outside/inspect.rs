@@ -112,6 +112,10 @@ pub struct PlacementOut {
     /// How the file got there: "host" (written into the engine's MergedDir,
     /// outside/direct.rs), "cp" (the engine's cp), "" (already there).
     pub copied_by: &'static str,
+    /// Why the host write was not used on a root filesystem (cp then
+    /// placed it): the check of outside/direct.rs that did not hold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_write_refused: Option<String>,
     /// Whether the placed file is gone again (None: it was not ours to remove).
     pub removed: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -629,13 +633,18 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
     // and starts is what the run shows first: an exec that cannot start it
     // (exit 126 or 127, nothing on stdout) sends us to the next place.
     let mut tried = Vec::new();
-    let mut ran: Option<(Candidate, Placed, bool, Captured)> = None;
+    let mut ran: Option<Ran> = None;
     let (mut place_ms, mut run_ms) = (0, 0);
     for cand in cands {
         let tp = Instant::now();
         let placed = place(sh, rec, &cand, cleanup_at);
         place_ms += ms(tp);
-        let (sha, policy_in, copied_by) = match placed {
+        let Placed {
+            sha,
+            policy: policy_in,
+            copied_by,
+            refused,
+        } = match placed {
             Ok(p) => p,
             Err(why) => {
                 tried.push(Passed {
@@ -684,7 +693,7 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
                 ),
             });
         } else {
-            ran = Some((cand, (sha, policy_in, copied_by), run_removes, out));
+            ran = Some((cand, (sha, policy_in, copied_by, refused), run_removes, out));
             break;
         }
         if Instant::now() >= cleanup_at {
@@ -693,7 +702,7 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
     }
     c.steps_ms.insert("place", place_ms);
     c.steps_ms.insert("run", run_ms);
-    let Some((cand, (sha, policy_in, copied_by), run_removes, out)) = ran else {
+    let Some((cand, (sha, policy_in, copied_by, refused), run_removes, out)) = ran else {
         c.instruction = Some(placement::instruction(
             rec,
             sh.binary_shown,
@@ -713,6 +722,7 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
         path: cand.path.clone(),
         existing: cand.existing,
         copied_by,
+        host_write_refused: refused,
         removed: None,
         removal: None,
         sha256: sha.clone(),
@@ -798,8 +808,23 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
 }
 
 /// What `place` did: the SHA-256 of the binary there, the policy's path
-/// beside it, and how the files got there (PlacementOut::copied_by).
-type Placed = (String, Option<String>, &'static str);
+/// beside it, how the files got there (PlacementOut::copied_by) and why
+/// not from the host when that was tried.
+struct Placed {
+    sha: String,
+    policy: Option<String>,
+    copied_by: &'static str,
+    refused: Option<String>,
+}
+
+/// A placement that ran: the candidate, what `place` gave, whether the run
+/// removes the probe, and the run's output.
+type Ran = (
+    Candidate,
+    (String, Option<String>, &'static str, Option<String>),
+    bool,
+    Captured,
+);
 
 /// Copies the probe (and the policy, beside it) to `cand`, or why not. The
 /// probe already bind-mounted in is hashed from its source on the host.
@@ -807,15 +832,23 @@ type Placed = (String, Option<String>, &'static str);
 /// from the host when outside/direct.rs's checks hold (an engine's cp costs
 /// an exec), else by the engine's cp.
 fn place(sh: &Shared, rec: &Record, cand: &Candidate, until: Instant) -> Result<Placed, String> {
+    let placed = |sha: String, policy, copied_by, refused| Placed {
+        sha,
+        policy,
+        copied_by,
+        refused,
+    };
     if cand.existing {
         let host = cand.host_binary.as_deref().unwrap_or("");
         let sha = sha256_file(Path::new(host), 1 << 30)
             .map_err(|e| format!("its source on the host cannot be read: {e}"))?;
-        return Ok((sha, None, ""));
+        return Ok(placed(sha, None, "", None));
     }
+    let mut refused = None;
     if cand.method == Method::Rootfs {
-        if let Some(placed) = place_direct(sh, rec, cand) {
-            return Ok(placed);
+        match place_direct(sh, rec, cand) {
+            Ok(policy) => return Ok(placed(sh.binary_sha.to_string(), policy, "host", None)),
+            Err(why) => refused = Some(why),
         }
     }
     let cp = sh
@@ -825,7 +858,7 @@ fn place(sh: &Shared, rec: &Record, cand: &Candidate, until: Instant) -> Result<
         return Err(failure(&format!("{} cp", sh.engine.cli_name()), &cp));
     }
     let Some(src) = &sh.staged.policy else {
-        return Ok((sh.binary_sha.to_string(), None, "cp"));
+        return Ok(placed(sh.binary_sha.to_string(), None, "cp", refused));
     };
     let p = format!("{}.policy.toml", cand.path);
     let cp = sh.engine.copy_in(src, &rec.id, &p, until);
@@ -836,29 +869,29 @@ fn place(sh: &Shared, rec: &Record, cand: &Candidate, until: Instant) -> Result<
         );
         return Err(why);
     }
-    Ok((sh.binary_sha.to_string(), Some(p), "cp"))
+    Ok(placed(sh.binary_sha.to_string(), Some(p), "cp", refused))
 }
 
 /// The probe and the policy written from the host into the container's
-/// root (outside/direct.rs); None when its checks do not hold or a write
-/// failed, and then nothing of it is left and the engine's cp is used.
-fn place_direct(sh: &Shared, rec: &Record, cand: &Candidate) -> Option<Placed> {
-    let name = cand.path.strip_prefix('/').filter(|n| !n.contains('/'))?;
-    let root = direct::Root::open(rec, sh.engine.runtime_kind(&rec.runtime)).ok()?;
-    root.put(&sh.staged.binary, name).ok()?;
+/// root (outside/direct.rs): Ok(the policy's path, if one was placed), or
+/// why not, and then nothing of it is left and the engine's cp is used.
+fn place_direct(sh: &Shared, rec: &Record, cand: &Candidate) -> Result<Option<String>, String> {
+    let name = cand
+        .path
+        .strip_prefix('/')
+        .filter(|n| !n.contains('/'))
+        .ok_or_else(|| format!("{} is not a name directly in /", cand.path))?;
+    let root = direct::Root::open(rec, sh.engine.runtime_kind(&rec.runtime))?;
+    root.put(&sh.staged.binary, name)?;
     let Some(src) = &sh.staged.policy else {
-        return Some((sh.binary_sha.to_string(), None, "host"));
+        return Ok(None);
     };
     let policy = format!("{name}.policy.toml");
-    if root.put(src, &policy).is_err() {
+    if let Err(why) = root.put(src, &policy) {
         root.remove(name);
-        return None;
+        return Err(why);
     }
-    Some((
-        sh.binary_sha.to_string(),
-        Some(format!("/{policy}")),
-        "host",
-    ))
+    Ok(Some(format!("/{policy}")))
 }
 
 /// The probe's run: the report and the envelope on stdout, the key on stdin.

@@ -762,5 +762,18 @@ fn a_first_process_with_another_root_is_placed_by_the_engines_cp() {
             ));
         }
     }
+    // The output says which check refused the host write, and only there.
+    let refused = |c: &Ctr| entry(&insp, &c.name)["placement"]["host_write_refused"].clone();
+    if !refused(&jailed)
+        .as_str()
+        .is_some_and(|w| w.contains("is not the root of the container's pid"))
+        || !refused(&plain).is_null()
+    {
+        bad.push(format!(
+            "host_write_refused: jailed {}, plain {}",
+            refused(&jailed),
+            refused(&plain)
+        ));
+    }
     assert_none(&bad, &ran);
 }

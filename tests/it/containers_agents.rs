@@ -25,9 +25,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::agents::{agent_home, check_agent_home, workspace_mcp, Canaries};
-use crate::common::podman::{
-    self, is_root, run_bounded, skip_or_fail, unique, TempPath, RUN_TIMEOUT,
-};
+use crate::common::podman::{self, run_bounded, skip_or_fail, unique, TempPath, RUN_TIMEOUT};
 use crate::common::shipped;
 use serde_json::{json, Value};
 
@@ -63,21 +61,7 @@ impl Engine {
     /// Whether the engine answers; a visible SKIP (a failure under CI=true)
     /// when it does not.
     fn ready(&self, test: &str) -> bool {
-        if !is_root() {
-            skip_or_fail(test, "not root (a rootful engine is needed)");
-            return false;
-        }
-        let ok = self
-            .cmd()
-            .arg("version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            skip_or_fail(test, &format!("`{} version` does not answer", self.name));
-        }
-        ok
+        podman::rootful_engine_answers(test, self.name, self.cmd())
     }
 
     fn image_exists(&self, tag: &str) -> bool {

@@ -25,9 +25,7 @@ use serde_json::Value;
 
 use crate::common::engines::image_tar;
 use crate::common::fixture::BIN;
-use crate::common::podman::{
-    conf, is_root, run_bounded, skip_or_fail, unique, PodmanService, TempPath,
-};
+use crate::common::podman::{conf, run_bounded, skip_or_fail, unique, PodmanService, TempPath};
 use crate::common::shipped;
 
 const UP_TIMEOUT: Duration = Duration::from_secs(300);
@@ -59,22 +57,7 @@ impl Engine {
     }
 
     fn ready(&self, test: &str) -> bool {
-        if !is_root() {
-            skip_or_fail(test, "not root (a rootful engine is needed)");
-            return false;
-        }
-        let ok = self
-            .cmd()
-            .arg("version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            skip_or_fail(
-                test,
-                &format!("`{} version` does not answer (run .ci/engines)", self.name),
-            );
+        if !crate::common::podman::rootful_engine_answers(test, self.name, self.cmd()) {
             return false;
         }
         let cli = Command::new("devcontainer")
@@ -177,15 +160,7 @@ impl BaseImage {
         )
         .unwrap();
         let tar = dir.path.join("feature-base.tar");
-        let st = Command::new("tar")
-            .arg("-C")
-            .arg(&tree)
-            .arg("-cf")
-            .arg(&tar)
-            .arg(".")
-            .status()
-            .unwrap();
-        assert!(st.success());
+        crate::common::engines::pack(&tree, &tar).unwrap();
         let tag = format!("localhost/selfprobe-feature-base:{}", unique("t"));
         let mut cmd = engine.cmd();
         cmd.arg("import")

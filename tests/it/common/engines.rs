@@ -81,10 +81,16 @@ pub fn image_tar(dir: &Path) -> Result<PathBuf, String> {
     )
     .map_err(err)?;
     let tar = dir.join("image.tar");
-    let mut cmd = Command::new("tar");
-    cmd.arg("-C").arg(&tree).arg("-cf").arg(&tar).arg(".");
-    bounded(cmd, "tar")?;
+    pack(&tree, &tar)?;
     Ok(tar)
+}
+
+/// `tree` packed into the tarball `tar` (its root as the archive's `.`), as
+/// `import` and `skopeo copy tarball:` take it; bounded like every tool run.
+pub fn pack(tree: &Path, tar: &Path) -> Result<(), String> {
+    let mut cmd = Command::new("tar");
+    cmd.arg("-C").arg(tree).arg("-cf").arg(tar).arg(".");
+    bounded(cmd, "tar").map(drop)
 }
 
 // ---------------------------------------------------------------------------

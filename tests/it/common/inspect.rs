@@ -156,33 +156,13 @@ pub fn sleeper() -> &'static Path {
     BIN.get_or_init(|| {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sleeper");
         std::fs::create_dir_all(&dir).unwrap();
-        let bin = dir.join("sleeper");
-        if bin.is_file() {
-            return bin;
-        }
         let src = dir.join("sleeper.rs");
         std::fs::write(
             &src,
             "fn main() { loop { std::thread::sleep(std::time::Duration::from_secs(3600)); } }\n",
         )
         .unwrap();
-        let tmp = dir.join(format!("sleeper.{}", std::process::id()));
-        let st = Command::new("rustc")
-            .args([
-                "--edition",
-                "2021",
-                "-O",
-                "-C",
-                "target-feature=+crt-static",
-                "-o",
-            ])
-            .arg(&tmp)
-            .arg(&src)
-            .status()
-            .expect("rustc, to build the no-shell image's one program");
-        assert!(st.success(), "rustc sleeper.rs: {st}");
-        std::fs::rename(&tmp, &bin).unwrap();
-        bin
+        super::maxrss::build_static(&src, "sleeper", true)
     })
 }
 
@@ -196,19 +176,7 @@ pub fn noshell_tar(dir: &Path) -> PathBuf {
     std::fs::copy(sleeper(), tree.join("sleeper")).unwrap();
     std::fs::write(tree.join("etc/passwd"), "root:x:0:0:root:/:/sleeper\n").unwrap();
     let tar = dir.join("noshell.tar");
-    let out = Command::new("tar")
-        .arg("-C")
-        .arg(&tree)
-        .args(["-cf"])
-        .arg(&tar)
-        .arg(".")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    super::engines::pack(&tree, &tar).unwrap();
     std::fs::set_permissions(&tar, std::fs::Permissions::from_mode(0o644)).unwrap();
     tar
 }

@@ -14,37 +14,58 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// bench/maxrss.rs built once per test run (rustc, as the benchmarks build
-/// it), readable and executable by every user.
+/// bench/maxrss.rs built once per test run, readable and executable by
+/// every user.
 pub fn helper() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("maxrss");
-        std::fs::create_dir_all(&dir).unwrap();
-        let out = dir.join(format!("maxrss-{}", std::process::id()));
-        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/maxrss.rs");
-        let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-        let built = Command::new(&rustc)
-            .args([
-                "--edition",
-                "2021",
-                "-O",
-                "-C",
-                "target-feature=+crt-static",
-            ])
-            .arg(src)
-            .arg("-o")
-            .arg(&out)
-            .output()
-            .unwrap_or_else(|e| panic!("{}: {e} (needed to build {src})", rustc.to_string_lossy()));
-        assert!(
-            built.status.success(),
-            "building {src}: {}",
-            String::from_utf8_lossy(&built.stderr)
-        );
-        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o755)).unwrap();
-        out
+        let src = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/maxrss.rs"));
+        // Built again each run: the source is the repo's and may change.
+        build_static(src, "maxrss", false)
     })
+}
+
+/// A small std-only program `src` built static with rustc (no cargo, as the
+/// benchmarks build theirs) into CARGO_TARGET_TMPDIR/NAME/NAME, mode 0755;
+/// with `reuse`, an earlier run's build is taken as it is. Written beside
+/// and renamed, so a concurrent run never executes a half-written file.
+pub fn build_static(src: &Path, name: &str, reuse: bool) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join(name);
+    if reuse && bin.is_file() {
+        return bin;
+    }
+    let tmp = dir.join(format!("{name}.{}", std::process::id()));
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let built = Command::new(&rustc)
+        .args([
+            "--edition",
+            "2021",
+            "-O",
+            "-C",
+            "target-feature=+crt-static",
+        ])
+        .arg(src)
+        .arg("-o")
+        .arg(&tmp)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (needed to build {})",
+                rustc.to_string_lossy(),
+                src.display()
+            )
+        });
+    assert!(
+        built.status.success(),
+        "building {}: {}",
+        src.display(),
+        String::from_utf8_lossy(&built.stderr)
+    );
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::rename(&tmp, &bin).unwrap();
+    bin
 }
 
 /// `cmd` run under the helper: the same program, arguments, environment

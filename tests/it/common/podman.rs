@@ -82,6 +82,29 @@ pub fn setup(test: &str) -> Option<&'static str> {
     }
 }
 
+/// Whether a rootful engine answers `CMD version` (as root), for the suites
+/// that take the engine as a parameter; a visible SKIP (a failure under
+/// CI=true) naming `name` when it does not.
+pub fn rootful_engine_answers(test: &str, name: &str, mut cmd: Command) -> bool {
+    if !is_root() {
+        skip_or_fail(test, "not root (a rootful engine is needed)");
+        return false;
+    }
+    let ok = cmd
+        .arg("version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        skip_or_fail(
+            test,
+            &format!("`{name} version` does not answer (run .ci/engines)"),
+        );
+    }
+    ok
+}
+
 pub fn skip_or_fail(test: &str, why: &str) {
     if ci() {
         panic!("{test}: cannot run under CI=true: {why}");

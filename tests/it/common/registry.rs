@@ -235,15 +235,7 @@ impl Registry {
         std::fs::create_dir_all(&tree).unwrap();
         std::fs::write(tree.join("hello"), format!("{}\n", unique("image"))).unwrap();
         let tar = self.dir.path.join(format!("image-{tag}.tar"));
-        let st = Command::new("tar")
-            .arg("-C")
-            .arg(&tree)
-            .arg("-cf")
-            .arg(&tar)
-            .arg(".")
-            .status()
-            .unwrap();
-        assert!(st.success());
+        super::engines::pack(&tree, &tar).unwrap();
         let digestfile = self.dir.path.join(format!("digest-{tag}"));
         let mut cmd = Command::new("skopeo");
         cmd.arg("copy")

@@ -167,6 +167,28 @@ pub fn evaluate(g: &Gathered, policy: &Policy, run: &Run) -> Vec<Finding> {
             .with("reason", why.clone()),
         );
     }
+    one_per_id(out)
+}
+
+/// One finding per id (code and subject): a mount table that lists a mount
+/// again, or a file reached by two names, says it once, at the most
+/// severe of what was said, in the place it was first said.
+fn one_per_id(all: Vec<Finding>) -> Vec<Finding> {
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut out: Vec<Finding> = Vec::with_capacity(all.len());
+    for f in all {
+        match at.get(&f.id) {
+            Some(&i) => {
+                if f.severity > out[i].severity {
+                    out[i] = f;
+                }
+            }
+            None => {
+                at.insert(f.id.clone(), out.len());
+                out.push(f);
+            }
+        }
+    }
     out
 }
 

@@ -279,12 +279,27 @@ pub struct Gathered {
 struct Input {
     ctx: Arc<Context>,
     mounts: Option<Arc<MountFacts>>,
+    /// The boundary (phase 1), when it was told.
+    boundary: Option<Arc<Boundary>>,
     users: Arc<Users>,
     inner: Instant,
     deadline: Instant,
+    /// What the probe had found so far, for when its deadline cuts it.
+    kept: Kept,
 }
 
+/// The facts a probe keeps as it goes: when its deadline passes before it
+/// ends, these are reported (with the probe marked as cut), not nothing.
+type Kept = Arc<std::sync::Mutex<Option<Fill>>>;
+
 impl Input {
+    /// Keeps `f` as what this probe has found so far.
+    fn keep(&self, f: Fill) {
+        if let Ok(mut k) = self.kept.lock() {
+            *k = Some(f);
+        }
+    }
+
     fn workspace(&self) -> Option<&std::path::Path> {
         self.ctx.workspace.as_ref().map(|w| w.0.as_path())
     }
@@ -363,8 +378,17 @@ const REST: &[Entry] = &[
         }))
     }),
     // A slow engine yields a classified answer, not a timeout.
+    // What it found is kept as it goes: cut by its deadline, it still
+    // reports those sockets (and names what it did not reach).
     entry("sockets", 2, 200, |i| {
-        let f = sockets::collect(&i.ctx.host, i.mounts.as_deref(), i.inner);
+        let homes = i.users.home_paths(users::MAX_HOMES);
+        let keep = |f: &sockets::SocketFacts| {
+            let mut f = f.clone();
+            f.not_reached
+                .push("(the probe was cut here by its deadline)".into());
+            i.keep(fill(f, |x, v| x.sockets = Some(v)));
+        };
+        let f = sockets::collect(&i.ctx.host, i.mounts.as_deref(), &homes, i.inner, &keep);
         Ok(fill(f, |x, v| x.sockets = Some(v)))
     }),
     entry("writable", 2, 0, |i| {
@@ -372,7 +396,8 @@ const REST: &[Entry] = &[
         let wt = c
             .write_test
             .then_some((c.cleanup.as_ref(), c.run_id.as_str()));
-        let f = writable::collect(&c.host, i.mounts.as_deref(), wt);
+        let userns = i.boundary.as_ref().and_then(|b| b.initial_user_ns);
+        let f = writable::collect(&c.host, i.mounts.as_deref(), userns, wt);
         Ok(fill(f, |x, v| x.writable = Some(v)))
     }),
     entry("secrets", 3, 300, |i| {
@@ -440,6 +465,7 @@ const NETWORK: Entry = entry("network", 3, 300, |i| {
 #[derive(Default)]
 struct Had {
     mounts: Option<Arc<MountFacts>>,
+    boundary: Option<Arc<Boundary>>,
     users: Arc<Users>,
 }
 
@@ -453,26 +479,45 @@ const USERS: Entry = entry("users", 1, 0, |i| {
 });
 
 /// Starts one row of the table on its own thread.
-fn start(e: &'static Entry, ctx: &Arc<Context>, had: &Had, budget: Duration) -> Running<Fill> {
+fn start(e: &'static Entry, ctx: &Arc<Context>, had: &Had, budget: Duration) -> Started {
     let deadline = ctx.host.deadline_within(budget);
+    let kept: Kept = Arc::default();
     let input = Input {
+        kept: kept.clone(),
         ctx: ctx.clone(),
         mounts: had.mounts.clone(),
+        boundary: had.boundary.clone(),
         users: had.users.clone(),
         inner: deadline.checked_sub(e.margin).unwrap_or(deadline),
         deadline,
     };
-    spawn(e.name, e.phase, deadline, move || (e.run)(&input))
+    Started {
+        running: spawn(e.name, e.phase, deadline, move || (e.run)(&input)),
+        kept,
+    }
+}
+
+/// A probe running, and what it has kept so far.
+struct Started {
+    running: Running<Fill>,
+    kept: Kept,
 }
 
 /// Waits for one probe and puts its facts in place, or records why there
-/// are none.
-fn settle(r: Running<Fill>, facts: &mut Facts, g: &mut Gathered) {
+/// are none. A probe cut by its deadline that kept facts as it went has
+/// those put in place, and is still recorded as cut.
+fn settle(s: Started, facts: &mut Facts, g: &mut Gathered) {
+    let r = s.running;
     let (probe, phase) = (r.name, r.phase);
     let cut = match r.wait(&mut g.records) {
         Outcome::Done(put) => return put(facts),
         Outcome::Failed(e) => Cut::Failed(e),
-        Outcome::TimedOut => Cut::TimedOut,
+        Outcome::TimedOut => {
+            if let Some(put) = s.kept.lock().ok().and_then(|mut k| k.take()) {
+                put(facts);
+            }
+            Cut::TimedOut
+        }
         Outcome::Panicked(m) => {
             g.panicked = true;
             Cut::Panicked(m)
@@ -528,8 +573,16 @@ pub fn gather(ctx: Arc<Context>) -> Gathered {
     for r in first {
         settle(r, &mut facts, &mut g);
     }
+    // Seen from a sandbox over the machine's own root filesystem, "/" is
+    // the host's root: the mount table learns it from the boundary.
+    if let (Some(m), Some(b)) = (facts.mounts.as_mut(), facts.boundary.as_ref()) {
+        if b.machine_root {
+            mount_table::machine_root(&ctx.host, m);
+        }
+    }
     let mut had = Had {
         mounts: facts.mounts.take().map(Arc::new),
+        boundary: facts.boundary.clone().map(Arc::new),
         users: Arc::default(),
     };
     settle(start(&USERS, &ctx, &had, users::BUDGET), &mut facts, &mut g);

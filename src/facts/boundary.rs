@@ -843,7 +843,7 @@ pub fn decide(i: &Inputs) -> Boundary {
         _ if marks.lxc => Engine::Lxc,
         _ if marks.nspawn => Engine::SystemdNspawn,
         _ if marks.containerd => Engine::Containerd,
-        _ if machine_root && !marks.any() => {
+        Kind::Container if machine_root && !marks.any() => {
             d.saw(
                 "engine",
                 "/proc/self/mountinfo",

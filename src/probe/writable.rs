@@ -71,6 +71,21 @@ fn refused(
     initial_user_ns: Option<bool>,
     cap_sys_admin: Option<bool>,
 ) -> Option<String> {
+    // The mount the path is on, as the table says: read-only there is
+    // refused whatever access(2) says of a fixture tree's files (the live
+    // system's access(2) says EROFS itself).
+    let on = mounts.and_then(|m| {
+        m.mounts
+            .iter()
+            .filter(|e| !e.hidden && Path::new(path).starts_with(&e.mount.mount_point))
+            .max_by_key(|e| e.mount.mount_point.as_os_str().len())
+    });
+    if let Some(e) = on.filter(|e| e.read_only) {
+        return Some(format!(
+            "on the read-only mount {}",
+            e.mount.mount_point.display()
+        ));
+    }
     if let (Some(fs), Some(m)) = (&k.filesystem, mounts) {
         let served = m
             .mounts

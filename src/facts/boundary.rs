@@ -1467,6 +1467,80 @@ mod tests {
         assert!(b.evidence.iter().any(|e| e.source == "/proc/1/cmdline"));
     }
 
+    /// The machine's own root (ext4, field 4 "/") with namespaces of its
+    /// own: a sandbox over it. Its /.dockerenv is the machine's.
+    #[test]
+    fn sandboxes_over_the_machine_root() {
+        let mut own_user = ns(PRIVATE);
+        own_user.insert("user".into(), 4026532600);
+        let base = Inputs {
+            ns: own_user,
+            dockerenv: true,
+            mountinfo: Some(
+                "79 48 254:0 / / ro,nosuid,nodev,relatime - ext4 /dev/vda rw\n99 79 254:0 /var/lib/docker /var/lib/docker ro - ext4 /dev/vda rw\n".into(),
+            ),
+            uid_map: Some("         0          0          1\n".into()),
+            ..Inputs::default()
+        };
+        let b = decide(&base);
+        assert_eq!(b.kind, Kind::Container);
+        assert_eq!((b.engine, b.runtime), (Engine::Unshare, Runtime::Unshare));
+        assert!(b.machine_root);
+        assert_eq!(b.initial_user_ns, Some(false));
+        let bwrap = Inputs {
+            pid1_program: Some("bwrap".into()),
+            ..base.clone()
+        };
+        let b = decide(&bwrap);
+        assert_eq!(
+            (b.engine, b.runtime),
+            (Engine::Bubblewrap, Runtime::Bubblewrap)
+        );
+        let firejail = Inputs {
+            container_env: Some(("$container".into(), "firejail".into())),
+            ..base.clone()
+        };
+        assert_eq!(decide(&firejail).engine, Engine::Firejail);
+        // The same root under an engine that gives containers roots of
+        // their own is not the machine's, and its /.dockerenv is Docker's.
+        let docker = Inputs {
+            cgroup: Some("0::/docker/abc\n".into()),
+            ..base.clone()
+        };
+        let b = decide(&docker);
+        assert!(!b.machine_root);
+        assert_eq!(b.engine, Engine::Docker);
+        // bwrap's own tmpfs root, pivoted into: bubblewrap without PID 1.
+        let narrow = Inputs {
+            mountinfo: Some("79 51 0:42 /newroot / rw - tmpfs tmpfs rw\n".into()),
+            ..base.clone()
+        };
+        let b = decide(&narrow);
+        assert_eq!(b.engine, Engine::Bubblewrap);
+        assert!(!b.machine_root);
+        // bwrap without --unshare-pid: the machine's PID namespace, a user
+        // namespace of its own: a container all the same.
+        let mut pid_host = ns(PRIVATE);
+        pid_host.insert("pid".into(), 0xEFFF_FFFC);
+        pid_host.insert("user".into(), 4026532600);
+        let b = decide(&Inputs {
+            ns: pid_host,
+            kthreadd: Some(true),
+            pid1_mnt: Some(4026531840),
+            ..base.clone()
+        });
+        assert_eq!(b.kind, Kind::Container);
+        // Ubuntu's btrfs root is the subvolume /@.
+        let btrfs = Inputs {
+            mountinfo: Some(
+                "30 1 0:27 /@ / rw,relatime - btrfs /dev/nvme0n1p2 rw,ssd,subvolid=256,subvol=/@\n"
+                    .into(),
+            ),
+            ..base
+        };
+        assert!(decide(&btrfs).machine_root);
+    }
+
     #[test]
     fn pid1_environ_keeps_only_container() {
         let env = b"SECRET_TOKEN=ghp_x\0container=podman\0HOME=/root\0";

@@ -185,25 +185,30 @@ fn mark_hidden(entries: &mut [MountEntry]) {
     for (i, e) in entries.iter().enumerate() {
         at.insert((e.mount.parent, e.mount.mount_point.as_path()), i);
     }
-    let mut hidden: Vec<bool> = entries
+    // For each covered mount, the one that covers it.
+    let by: Vec<Option<usize>> = entries
         .iter()
         .enumerate()
         .map(|(i, e)| {
             let m = &e.mount;
             let mp = m.mount_point.as_path();
-            if at.contains_key(&(m.id, mp)) && m.parent != m.id {
-                return true;
+            if m.parent != m.id {
+                if let Some(&j) = at.get(&(m.id, mp)) {
+                    return Some(j);
+                }
             }
-            mp.ancestors().any(|a| match at.get(&(m.parent, a)) {
+            mp.ancestors().find_map(|a| match at.get(&(m.parent, a)) {
                 // The same point twice on one parent: the later line.
-                Some(&j) if a == mp => j > i,
-                Some(_) => true,
-                None => false,
+                Some(&j) if a == mp => (j > i).then_some(j),
+                Some(&j) => Some(j),
+                None => None,
             })
         })
         .collect();
-    // Down the tree: a mount on a covered one is covered. Each mount is
-    // marked once, so a loop of parents in a hostile table ends too.
+    let mut hidden: Vec<bool> = by.iter().map(Option::is_some).collect();
+    // Down the tree: a mount on a covered one is covered, but for the one
+    // stacked on it that covers it. Each mount is marked once, so a loop
+    // of parents in a hostile table ends too.
     let mut children: HashMap<u64, Vec<usize>> = HashMap::new();
     for (i, e) in entries.iter().enumerate() {
         children.entry(e.mount.parent).or_default().push(i);
@@ -211,7 +216,7 @@ fn mark_hidden(entries: &mut [MountEntry]) {
     let mut todo: Vec<usize> = (0..entries.len()).filter(|i| hidden[*i]).collect();
     while let Some(i) = todo.pop() {
         for &c in children.get(&entries[i].mount.id).into_iter().flatten() {
-            if !hidden[c] {
+            if !hidden[c] && by[i] != Some(c) {
                 hidden[c] = true;
                 todo.push(c);
             }
@@ -1254,6 +1259,49 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    fn hidden(text: &str) -> Vec<(u64, bool)> {
+        let (mounts, errs) = parse_mountinfo(text);
+        assert!(errs.is_empty(), "{errs:?}");
+        let mut entries: Vec<MountEntry> = mounts
+            .into_iter()
+            .map(|m| MountEntry {
+                read_only: m.read_only(),
+                class: MountClass::HostBind,
+                kinds: Vec::new(),
+                allowed: false,
+                managed: None,
+                within: None,
+                hidden: false,
+                contents: Contents::default(),
+                mount: m,
+            })
+            .collect();
+        mark_hidden(&mut entries);
+        entries.iter().map(|e| (e.mount.id, e.hidden)).collect()
+    }
+
+    /// Captured in firejail and systemd-nspawn (tests/data/captures/boundary):
+    /// a mount covered by another on the same parent at or above its point,
+    /// or stacked on, is hidden; so is what sits on a hidden one.
+    #[test]
+    fn covered_mounts_are_hidden() {
+        let h = hidden(
+            "51 48 254:0 / / rw - ext4 /dev/vda rw\n71 51 254:0 /var/lib/docker /var/lib/docker rw - ext4 /dev/vda rw\n81 51 254:0 /var /var ro - ext4 /dev/vda rw\n82 81 254:0 /var/lib/docker /var/lib/docker rw - ext4 /dev/vda rw\n84 82 254:0 /var/lib/docker /var/lib/docker ro - ext4 /dev/vda rw\n120 51 0:44 / /run rw - tmpfs tmpfs rw\n124 120 254:0 /usr/lib/os-release /run/host/os-release rw - ext4 /dev/vda rw\n121 120 0:44 /host /run/host ro - tmpfs tmpfs rw\n122 121 254:0 /usr/lib/os-release /run/host/os-release ro - ext4 /dev/vda rw\n125 124 0:9 / /run/host/os-release/x rw - tmpfs tmpfs rw\n",
+        );
+        let is = |id: u64| h.iter().find(|(i, _)| *i == id).unwrap().1;
+        assert!(!is(51));
+        assert!(is(71), "under /var, mounted after it");
+        assert!(!is(81));
+        assert!(is(82), "84 is stacked on it");
+        assert!(!is(84));
+        assert!(is(124), "/run/host was mounted over it");
+        assert!(!is(121) && !is(122));
+        assert!(is(125), "on a hidden mount");
+        // The same point twice on one parent: the later line stands.
+        let h = hidden("1 0 8:1 / / rw - ext4 /dev/sda rw\n2 1 8:1 /a /a rw - ext4 /dev/sda rw\n3 1 8:1 /b /a rw - ext4 /dev/sda rw\n");
+        assert_eq!(h, vec![(1, false), (2, true), (3, false)]);
     }
 
     #[test]

@@ -633,3 +633,56 @@ pub fn gather(ctx: Arc<Context>) -> Gathered {
     g.facts = facts;
     g
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gathered() -> Gathered {
+        Gathered {
+            facts: Facts::default(),
+            records: Vec::new(),
+            unfinished: Vec::new(),
+            panicked: false,
+            cut_by_deadline: Vec::new(),
+            env_missing: None,
+            proc_untrusted: None,
+            network_asked: false,
+            users_missing: false,
+            timeout: Duration::from_secs(1),
+        }
+    }
+
+    /// A probe its deadline cuts puts what it kept in place, and is still
+    /// recorded as cut; one that kept nothing has no facts.
+    #[test]
+    fn a_cut_probe_keeps_what_it_found() {
+        for keeps in [true, false] {
+            let kept: Kept = Arc::default();
+            let k = kept.clone();
+            let deadline = Instant::now() + Duration::from_millis(100);
+            let running = spawn("sockets", 2, deadline, move || {
+                if keeps {
+                    let mut f = sockets::SocketFacts::default();
+                    f.not_reached.push("/tmp/x".into());
+                    *k.lock().unwrap() = Some(fill(f, |x, v| x.sockets = Some(v)));
+                }
+                std::thread::sleep(Duration::from_secs(2));
+                Ok(fill(sockets::SocketFacts::default(), |x, v| {
+                    x.sockets = Some(v)
+                }))
+            });
+            let mut facts = Facts::default();
+            let mut g = gathered();
+            settle(Started { running, kept }, &mut facts, &mut g);
+            assert_eq!(g.unfinished.len(), 1);
+            assert!(matches!(g.unfinished[0].cut, Cut::TimedOut));
+            assert_eq!(g.records[0].status, ProbeStatus::Timeout);
+            match (keeps, &facts.sockets) {
+                (true, Some(s)) => assert_eq!(s.not_reached, ["/tmp/x"]),
+                (false, None) => {}
+                (k, s) => panic!("kept {k}: {s:?}"),
+            }
+        }
+    }
+}

@@ -403,18 +403,7 @@ mod tests {
         for (_, p) in PRUNE_ENTERED {
             assert!(PRUNE.contains(p), "{p} is entered but not pruned");
         }
-        let prunes = |w: Walk, path: &str| {
-            let p = std::path::Path::new(path);
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            let parent = p
-                .parent()
-                .and_then(|d| d.file_name())
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            prune(w)
-                .first(&name, &parent, &mut || crate::util::glob::comps(p))
-                .is_some()
-        };
+        let prunes = |w: Walk, path: &str| pruned_path(w, std::path::Path::new(path));
         let all = [
             Walk::Credentials,
             Walk::Workspace,

@@ -298,22 +298,11 @@ fn privileged_signals(g: &Gathered) -> privilege::PrivilegedSignals {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::{Facts, Unfinished};
+    use crate::probe::Unfinished;
     use std::time::Duration;
 
     fn gathered(unfinished: Vec<Unfinished>) -> Gathered {
-        Gathered {
-            facts: Facts::default(),
-            records: Vec::new(),
-            unfinished,
-            panicked: false,
-            cut_by_deadline: Vec::new(),
-            env_missing: None,
-            proc_untrusted: None,
-            network_asked: false,
-            users_missing: false,
-            timeout: Duration::from_millis(1500),
-        }
+        Gathered::for_tests(unfinished, Duration::from_millis(1500))
     }
 
     fn run() -> Run<'static> {

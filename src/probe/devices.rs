@@ -97,7 +97,7 @@ fn confirm_reads(host: &Host, f: &mut DeviceFacts) {
     let paths: Vec<std::path::PathBuf> = idx.iter().map(|i| host.path(&f.nodes[*i].path)).collect();
     let got =
         crate::util::workers::map_until("device-open", paths, 4, Instant::now() + OPEN_WAIT, |p| {
-            open_read_only(&p)
+            open_read_only(p)
         });
     for (i, r) in idx.into_iter().zip(got) {
         let n = &mut f.nodes[i];
@@ -318,6 +318,24 @@ mod tests {
             .unwrap()
             .severity;
         assert_eq!(sev("/dev/mem"), Some(mem));
+        // access(2) said yes, a read-only open was refused (the machine's
+        // /dev/vda here: EPERM even for root): not usable, medium, and said.
+        let mut vda = node("/dev/vda", "block", false, false);
+        vda.refused = Some("open(O_RDONLY): Operation not permitted".into());
+        let v = evaluate(&DeviceFacts {
+            nodes: vec![vda],
+            truncated: false,
+        });
+        assert_eq!(v[0].severity, Severity::Medium);
+        assert!(
+            v[0].message.contains("opening it is refused"),
+            "{}",
+            v[0].message
+        );
+        assert_eq!(
+            v[0].evidence["refused"],
+            "open(O_RDONLY): Operation not permitted"
+        );
         let kmsg = out.iter().find(|x| x.subject == "/dev/kmsg");
         if let Some(k) = kmsg {
             assert!(

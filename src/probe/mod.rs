@@ -272,6 +272,25 @@ pub struct Gathered {
     pub timeout: Duration,
 }
 
+#[cfg(test)]
+impl Gathered {
+    /// Nothing gathered yet: `unfinished` probes, and the run's --timeout.
+    pub fn for_tests(unfinished: Vec<Unfinished>, timeout: Duration) -> Gathered {
+        Gathered {
+            facts: Facts::default(),
+            records: Vec::new(),
+            unfinished,
+            panicked: false,
+            cut_by_deadline: Vec::new(),
+            env_missing: None,
+            proc_untrusted: None,
+            network_asked: false,
+            users_missing: false,
+            timeout,
+        }
+    }
+}
+
 /// What a probe's thread gets: the run's context, the mount table (from
 /// phase 1, when it was read), and the deadline its own work stops at, a
 /// little before the runner gives up on it, so a slow answer is classified
@@ -638,21 +657,6 @@ pub fn gather(ctx: Arc<Context>) -> Gathered {
 mod tests {
     use super::*;
 
-    fn gathered() -> Gathered {
-        Gathered {
-            facts: Facts::default(),
-            records: Vec::new(),
-            unfinished: Vec::new(),
-            panicked: false,
-            cut_by_deadline: Vec::new(),
-            env_missing: None,
-            proc_untrusted: None,
-            network_asked: false,
-            users_missing: false,
-            timeout: Duration::from_secs(1),
-        }
-    }
-
     /// A probe its deadline cuts puts what it kept in place, and is still
     /// recorded as cut; one that kept nothing has no facts.
     #[test]
@@ -673,7 +677,7 @@ mod tests {
                 }))
             });
             let mut facts = Facts::default();
-            let mut g = gathered();
+            let mut g = Gathered::for_tests(Vec::new(), Duration::from_secs(1));
             settle(Started { running, kept }, &mut facts, &mut g);
             assert_eq!(g.unfinished.len(), 1);
             assert!(matches!(g.unfinished[0].cut, Cut::TimedOut));

@@ -499,19 +499,19 @@ pub fn collect(
                 .push(format!("the host mount {}", mp.display()));
             continue;
         }
-        let mut found = Vec::new();
-        let (complete, entries) =
-            walk_for_sockets(host, &mp, WALK_DEPTH - 1, false, walk_deadline, &mut found);
-        if !complete {
-            facts.walk_truncated.push(mp.to_string_lossy().into_owned());
-        }
-        facts.walks.push(SocketWalk {
-            mount_point: mp.to_string_lossy().into_owned(),
-            entries,
-            truncated: !complete,
-        });
         let origin = format!("host-mount:{}", mp.display());
-        probe_all(host, found_candidates(found, &origin), deadline, &mut facts);
+        let w = search_one(
+            host,
+            &mp,
+            (WALK_DEPTH - 1, false),
+            &origin,
+            (walk_deadline, deadline),
+            &mut facts,
+        );
+        if w.truncated {
+            facts.walk_truncated.push(w.mount_point.clone());
+        }
+        facts.walks.push(w);
         keep(&facts);
     }
 
@@ -534,19 +534,40 @@ pub fn collect(
             facts.not_reached.push(place.to_string_lossy().into_owned());
             continue;
         }
-        let mut found = Vec::new();
-        let (complete, entries) =
-            walk_for_sockets(host, &place, depth, true, walk_deadline, &mut found);
-        facts.searched.push(SocketWalk {
-            mount_point: place.to_string_lossy().into_owned(),
-            entries,
-            truncated: !complete,
-        });
         let origin = format!("search:{}", place.display());
-        probe_all(host, found_candidates(found, &origin), deadline, &mut facts);
+        let w = search_one(
+            host,
+            &place,
+            (depth, true),
+            &origin,
+            (walk_deadline, deadline),
+            &mut facts,
+        );
+        facts.searched.push(w);
         keep(&facts);
     }
     facts
+}
+
+/// One root searched for sockets (`how`: the depth, and whether it is one
+/// of the places sockets live) until the first deadline, and what it found
+/// asked until the second; the walk's record.
+fn search_one(
+    host: &Host,
+    root: &Path,
+    how: (usize, bool),
+    origin: &str,
+    (walk_deadline, deadline): (Instant, Instant),
+    facts: &mut SocketFacts,
+) -> SocketWalk {
+    let mut found = Vec::new();
+    let (complete, entries) = walk_for_sockets(host, root, how.0, how.1, walk_deadline, &mut found);
+    probe_all(host, found_candidates(found, origin), deadline, facts);
+    SocketWalk {
+        mount_point: root.to_string_lossy().into_owned(),
+        entries,
+        truncated: !complete,
+    }
 }
 
 fn probe_socket(

@@ -880,3 +880,121 @@ fn nspawn_with_and_without_a_user_namespace_owns_its_run_host_binds() {
         lacks_sandbox_false_alarms(&r);
     }
 }
+
+/// The real things beside the false alarms: in the machine's initial user
+/// namespace with CAP_SYS_ADMIN (a privileged container), a writable
+/// release_agent is reported, and so is /sys/kernel/security where
+/// securityfs is mounted there.
+#[test]
+fn release_agent_and_securityfs_are_still_reported_where_they_are_real() {
+    let mi = format!(
+        "{}200 83 0:7 / /sys/kernel/security rw,nosuid,nodev,noexec,relatime - securityfs securityfs rw\n",
+        data("privileged.mountinfo")
+    );
+    let f = Fixture::container("realra", &mi, &data("privileged.status"));
+    let mut ns: Vec<(&str, u64)> = PRIVATE_NS.to_vec();
+    ns.retain(|(n, _)| *n != "user");
+    ns.push(("user", 0xEFFF_FFFD));
+    f.ns(&ns);
+    f.file("sys/fs/cgroup/memory/release_agent", "\n");
+    f.dir("sys/kernel/security");
+    let r = f.run(&[]);
+    assert_eq!(
+        r.find(
+            "write.kernel-interface",
+            "/sys/fs/cgroup/memory/release_agent"
+        )["severity"],
+        "critical"
+    );
+    assert!(
+        r.has("write.kernel-interface", "/sys/kernel/security"),
+        "{:#?}",
+        r.pairs()
+    );
+    // The same tree in a user namespace of its own: neither.
+    let mut ns: Vec<(&str, u64)> = PRIVATE_NS.to_vec();
+    ns.retain(|(n, _)| *n != "user");
+    ns.push(("user", 4026532600));
+    f.ns(&ns);
+    let r = f.run(&[]);
+    assert!(
+        !r.has(
+            "write.kernel-interface",
+            "/sys/fs/cgroup/memory/release_agent"
+        ),
+        "{:#?}",
+        r.pairs()
+    );
+}
+
+/// Keys Debian packages ship as examples and test data are package data
+/// (one secret.package-data per package tree), where a key in a home is
+/// still a credential; the engine's storage of other containers bound in
+/// is not searched at all, and the homes are searched first.
+#[test]
+fn package_example_keys_are_package_data_and_engine_storage_is_not_searched() {
+    let pem = |tag: &str| {
+        format!(
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEow{tag}AAKCAQEA\n-----END RSA PRIVATE KEY-----\n"
+        )
+    };
+    let mi = format!(
+        "{}300 1 8:1 /usr /usr ro,relatime - ext4 /dev/sda1 rw\n301 1 8:1 /var/lib/docker /var/lib/docker rw,relatime - ext4 /dev/sda1 rw\n",
+        data("plain.mountinfo")
+    );
+    let f = Fixture::container("pkgdata", &mi, &data("plain.status"));
+    f.file(
+        "usr/share/doc/libxmlsec1-dev/examples/rsakey.pem",
+        &pem("doc"),
+    );
+    f.file("usr/lib/go-1.19/VERSION", "go1.19.8\n");
+    f.file(
+        "usr/lib/go-1.19/src/crypto/tls/testdata/example-key.pem",
+        &pem("go"),
+    );
+    f.dir("usr/lib/google-cloud-sdk/lib/googlecloudsdk");
+    f.file(
+        "usr/lib/google-cloud-sdk/platform/gsutil/third_party/google-auth-library-python/tests/data/privatekey.pem",
+        &pem("gcloud"),
+    );
+    f.file(
+        "var/lib/docker/overlay2/abc/diff/root/.ssh/id_rsa",
+        &pem("layer"),
+    );
+    f.file("etc/passwd", "root:x:0:0:root:/root:/bin/sh\n");
+    f.file("root/.ssh/id_rsa", &pem("home"));
+    let r = f.run(&[]);
+    assert!(
+        r.has("secret.file", "/root/.ssh/id_rsa"),
+        "{:#?}",
+        r.pairs()
+    );
+    for (c, s) in r.pairs() {
+        assert!(
+            !(c == "secret.file" && (s.starts_with("/usr/") || s.starts_with("/var/lib/docker"))),
+            "{c} {s}: {:#?}",
+            r.pairs()
+        );
+    }
+    for tree in [
+        "/usr/share/doc/libxmlsec1-dev",
+        "/usr/lib/go-1.19",
+        "/usr/lib/google-cloud-sdk",
+    ] {
+        assert!(
+            r.has("secret.package-data", tree),
+            "{tree}: {:#?}",
+            r.pairs()
+        );
+    }
+    let roots: Vec<&str> = r.json["inventory"]["secrets"]["search"]["roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["path"].as_str().unwrap())
+        .collect();
+    assert!(!roots.contains(&"/var/lib/docker"), "{roots:?}");
+    let home = roots.iter().position(|x| *x == "/root").unwrap();
+    let usr = roots.iter().position(|x| *x == "/usr").unwrap();
+    assert!(home < usr, "the homes first: {roots:?}");
+}

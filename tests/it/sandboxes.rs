@@ -251,9 +251,11 @@ fn bwrap(probe: &Path, engine: &Engine, narrow: bool) -> Command {
     cmd
 }
 
-#[test]
-fn bubblewrap_over_the_machine_root_read_only() {
-    let test = "bubblewrap_over_the_machine_root_read_only";
+/// bubblewrap over the machine's root (or, `narrow`, over /usr and /etc
+/// only), started by root or, `as_nobody`, as the agents run it: by a user
+/// (nobody here; the probe and the socket's directory are 0755 in /tmp,
+/// the socket 0666).
+fn bubblewrap(test: &str, narrow: bool, as_nobody: bool) {
     if !have(test, "bwrap", "bubblewrap") {
         return;
     }
@@ -261,70 +263,40 @@ fn bubblewrap_over_the_machine_root_read_only() {
         return;
     };
     let probe = probe_dir("sbx-bwrap");
-    let r = report("bwrap --ro-bind / /", bwrap(&probe.path, &engine, false));
+    let mut cmd = bwrap(&probe.path, &engine, narrow);
+    if as_nobody {
+        cmd.uid(NOBODY).gid(NOBODY);
+    }
+    let r = report(test, cmd);
     let mut c = r.check();
     let sock = engine.sock().to_str().unwrap().to_string();
     expect(
         &mut c,
-        ours("container", "bubblewrap", "bubblewrap", false),
+        ours("container", "bubblewrap", "bubblewrap", as_nobody),
         &sock,
         Sock::BoundIn,
     );
-    host_root(&mut c, "high");
+    if narrow {
+        c.lacks_code("mount.host-root");
+    } else {
+        host_root(&mut c, "high");
+    }
     c.done();
+}
+
+#[test]
+fn bubblewrap_over_the_machine_root_read_only() {
+    bubblewrap("bubblewrap_over_the_machine_root_read_only", false, false);
 }
 
 #[test]
 fn bubblewrap_as_a_user_over_the_machine_root() {
-    let test = "bubblewrap_as_a_user_over_the_machine_root";
-    if !have(test, "bwrap", "bubblewrap") {
-        return;
-    }
-    let Some(engine) = Engine::start(test) else {
-        return;
-    };
-    // As the agents run it: started by a user, not root (nobody here; the
-    // probe and the socket's directory are 0755 in /tmp, the socket 0666).
-    let probe = probe_dir("sbx-bwrap-user");
-    let mut cmd = bwrap(&probe.path, &engine, false);
-    cmd.uid(NOBODY).gid(NOBODY);
-    let r = report("bwrap --ro-bind / / as nobody", cmd);
-    let mut c = r.check();
-    let sock = engine.sock().to_str().unwrap().to_string();
-    expect(
-        &mut c,
-        ours("container", "bubblewrap", "bubblewrap", true),
-        &sock,
-        Sock::BoundIn,
-    );
-    host_root(&mut c, "high");
-    c.done();
+    bubblewrap("bubblewrap_as_a_user_over_the_machine_root", false, true);
 }
 
 #[test]
 fn bubblewrap_with_a_narrow_view() {
-    let test = "bubblewrap_with_a_narrow_view";
-    if !have(test, "bwrap", "bubblewrap") {
-        return;
-    }
-    let Some(engine) = Engine::start(test) else {
-        return;
-    };
-    let probe = probe_dir("sbx-bwrap-narrow");
-    let r = report(
-        "bwrap --ro-bind /usr /usr …",
-        bwrap(&probe.path, &engine, true),
-    );
-    let mut c = r.check();
-    let sock = engine.sock().to_str().unwrap().to_string();
-    expect(
-        &mut c,
-        ours("container", "bubblewrap", "bubblewrap", false),
-        &sock,
-        Sock::BoundIn,
-    );
-    c.lacks_code("mount.host-root");
-    c.done();
+    bubblewrap("bubblewrap_with_a_narrow_view", true, false);
 }
 
 #[test]

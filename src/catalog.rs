@@ -30,6 +30,10 @@ pub struct Device {
     pub pattern: String,
     pub severity: Severity,
     pub why: String,
+    /// The devices probe does not open it read-only to confirm access:
+    /// an open alone does something there (a watchdog arms).
+    #[serde(default)]
+    pub no_open: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -38,6 +42,14 @@ pub struct KernelInterface {
     pub path: String,
     pub severity: Severity,
     pub why: String,
+    /// What the kernel asks of a writer beyond the file's permissions:
+    /// "cap-sys-admin-initial-userns" (release_agent).
+    #[serde(default)]
+    pub needs: Option<String>,
+    /// The filesystem that serves the interface: without it mounted the
+    /// path is an empty directory of the parent filesystem, no interface.
+    #[serde(default)]
+    pub filesystem: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -74,8 +86,8 @@ struct Sockets {
 
 // Read without serde (util/embedded.rs); the tests read them both ways.
 crate::embedded_struct!(Capability { get [number, name, severity, why] });
-crate::embedded_struct!(Device { get [pattern, severity, why] });
-crate::embedded_struct!(KernelInterface { get [path, severity, why] });
+crate::embedded_struct!(Device { get [pattern, severity, why] or_default [no_open] });
+crate::embedded_struct!(KernelInterface { get [path, severity, why] opt [needs, filesystem] });
 crate::embedded_struct!(EngineSocket { get [path, engine, api] });
 crate::embedded_enum!(SocketApi { "http" => Http, "grpc" => Grpc });
 crate::embedded_struct!(Capabilities { get [capability] });
@@ -170,6 +182,19 @@ pub const PRUNE: &[&str] = &[
     ".vscode-server",
     ".cursor-server",
     ".local/share/containers",
+    // The engines' storage of other containers: their image layers, root
+    // filesystems and volumes are other workspaces' data (reported as
+    // mount.container-rootfs where they are mounted), and hundreds of
+    // thousands of entries no search should spend its budget on. Seen
+    // where a sandbox shows the machine's own root.
+    "var/lib/docker",
+    "var/lib/containers",
+    "var/lib/containerd",
+    "var/lib/lxc",
+    "var/lib/lxd",
+    "var/lib/incus",
+    "var/lib/machines",
+    ".local/share/docker",
     ".local/share/Trash",
     "snap",
     "lost+found",
@@ -189,6 +214,23 @@ pub const PRUNE_ENTERED: &[(Walk, &str)] = &[
     (Walk::Artifacts, ".vscode-server"),
     (Walk::Artifacts, ".cursor-server"),
 ];
+
+/// Whether `path` (a directory, as a walk would meet it) is one the prune
+/// list names: a walk's root there is not walked at all.
+pub fn pruned_path(walk: Walk, path: &std::path::Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let parent = path
+        .parent()
+        .and_then(|d| d.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    prune(walk)
+        .first(&name, &parent, &mut || crate::util::glob::comps(path))
+        .is_some()
+}
 
 /// PRUNE less what `walk` enters (PRUNE_ENTERED).
 pub fn prune_list(walk: Walk) -> impl Iterator<Item = &'static str> {
@@ -361,18 +403,7 @@ mod tests {
         for (_, p) in PRUNE_ENTERED {
             assert!(PRUNE.contains(p), "{p} is entered but not pruned");
         }
-        let prunes = |w: Walk, path: &str| {
-            let p = std::path::Path::new(path);
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            let parent = p
-                .parent()
-                .and_then(|d| d.file_name())
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            prune(w)
-                .first(&name, &parent, &mut || crate::util::glob::comps(p))
-                .is_some()
-        };
+        let prunes = |w: Walk, path: &str| pruned_path(w, std::path::Path::new(path));
         let all = [
             Walk::Credentials,
             Walk::Workspace,
@@ -385,6 +416,8 @@ mod tests {
                 "/w/a/node_modules",
                 "/h/.cargo/registry",
                 "/h/.local/share/containers",
+                "/var/lib/docker",
+                "/host/var/lib/containers",
             ] {
                 assert!(prunes(w, p), "{w:?} must prune {p}");
             }

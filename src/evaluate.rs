@@ -167,6 +167,28 @@ pub fn evaluate(g: &Gathered, policy: &Policy, run: &Run) -> Vec<Finding> {
             .with("reason", why.clone()),
         );
     }
+    one_per_id(out)
+}
+
+/// One finding per id (code and subject): a mount table that lists a mount
+/// again, or a file reached by two names, says it once, at the most
+/// severe of what was said, in the place it was first said.
+fn one_per_id(all: Vec<Finding>) -> Vec<Finding> {
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut out: Vec<Finding> = Vec::with_capacity(all.len());
+    for f in all {
+        match at.get(&f.id) {
+            Some(&i) => {
+                if f.severity > out[i].severity {
+                    out[i] = f;
+                }
+            }
+            None => {
+                at.insert(f.id.clone(), out.len());
+                out.push(f);
+            }
+        }
+    }
     out
 }
 
@@ -276,22 +298,11 @@ fn privileged_signals(g: &Gathered) -> privilege::PrivilegedSignals {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::{Facts, Unfinished};
+    use crate::probe::Unfinished;
     use std::time::Duration;
 
     fn gathered(unfinished: Vec<Unfinished>) -> Gathered {
-        Gathered {
-            facts: Facts::default(),
-            records: Vec::new(),
-            unfinished,
-            panicked: false,
-            cut_by_deadline: Vec::new(),
-            env_missing: None,
-            proc_untrusted: None,
-            network_asked: false,
-            users_missing: false,
-            timeout: Duration::from_millis(1500),
-        }
+        Gathered::for_tests(unfinished, Duration::from_millis(1500))
     }
 
     fn run() -> Run<'static> {

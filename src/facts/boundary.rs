@@ -74,6 +74,14 @@ pub enum Engine {
     Lxc,
     /// systemd-nspawn (machinectl).
     SystemdNspawn,
+    /// bubblewrap (bwrap): the sandbox coding agents and Flatpak run
+    /// commands in, usually over the machine's own root filesystem.
+    Bubblewrap,
+    /// firejail.
+    Firejail,
+    /// A bare unshare(1) (or a program's own unshare(2)): namespaces of
+    /// their own over the machine's root filesystem and nothing else.
+    Unshare,
     /// No engine: the kind is host.
     None,
     #[default]
@@ -98,6 +106,14 @@ pub enum Runtime {
     SysboxRunc,
     #[serde(rename = "systemd-nspawn")]
     SystemdNspawn,
+    /// The sandbox programs are their own runtimes: they make the
+    /// namespaces and mounts themselves, with no OCI runtime between.
+    #[serde(rename = "bubblewrap")]
+    Bubblewrap,
+    #[serde(rename = "firejail")]
+    Firejail,
+    #[serde(rename = "unshare")]
+    Unshare,
     #[serde(rename = "none")]
     None,
     #[default]
@@ -157,6 +173,17 @@ pub struct Boundary {
     /// The machine and kernel under the boundary (src/facts/platform.rs),
     /// read from the same sources; what `selfprobe diff` compares.
     pub platform: Platform,
+    /// The root filesystem is the machine's own, mounted whole (a sandbox
+    /// over the machine's root: bubblewrap's `--ro-bind / /`, firejail,
+    /// unshare), not an image's: the mounts fact names it the host root.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub machine_root: bool,
+    /// Whether this process is in the initial user namespace (None when
+    /// /proc/self/ns/user is unread): a capability the kernel asks of the
+    /// initial namespace (release_agent's CAP_SYS_ADMIN) is never held in
+    /// another, whatever access(2) says.
+    #[serde(skip)]
+    pub initial_user_ns: Option<bool>,
 }
 
 /// What the decision rests on, read once from the root path; `decide` is
@@ -382,10 +409,28 @@ struct Marks {
     crio: bool,
     lxc: bool,
     nspawn: bool,
+    bubblewrap: bool,
+    firejail: bool,
 }
 
 impl Marks {
     fn any(&self) -> bool {
+        self.kubernetes
+            || self.docker
+            || self.podman
+            || self.containers_storage
+            || self.containerd
+            || self.crio
+            || self.lxc
+            || self.nspawn
+            || self.bubblewrap
+            || self.firejail
+    }
+
+    /// An engine that gives each container a root filesystem of its own
+    /// (an image, a directory, a volume): with one of these the root is
+    /// never the machine's.
+    fn own_roots(&self) -> bool {
         self.kubernetes
             || self.docker
             || self.podman
@@ -572,8 +617,12 @@ pub fn decide(i: &Inputs) -> Boundary {
         if (r.contains("/io.containerd.") || r.contains("/containerd/")) && !sysbox_dir {
             hit("a file of containerd's state", &mut marks.containerd);
         }
+        // systemd-nspawn binds its propagation directory at
+        // /run/systemd/nspawn/incoming (before systemd 249) or
+        // /run/host/incoming.
         if r.contains("/systemd/nspawn/propagate/")
-            && m.mount_point == "/run/systemd/nspawn/incoming"
+            && (m.mount_point == "/run/systemd/nspawn/incoming"
+                || m.mount_point == "/run/host/incoming")
         {
             hit(
                 "systemd-nspawn's propagation directory (machinectl bind)",
@@ -583,12 +632,36 @@ pub fn decide(i: &Inputs) -> Boundary {
         if r.contains("/kubelet/pods/") {
             hit("a file of a kubelet pod", &mut marks.kubernetes);
         }
+        // firejail hides a path by binding an empty read-only file or
+        // directory of its own over it: such a bind exists only in the
+        // namespace firejail made (its own copies, bound onto themselves,
+        // show in the machine's table too).
+        // (On a tmpfs /run field 4 is relative to it: /firejail/….)
+        if crate::facts::mounts::engine::is_firejail_mask(r) && !m.mount_point.ends_with(r) {
+            hit(
+                "firejail's masking bind (it hides the path below it)",
+                &mut marks.firejail,
+            );
+        }
         if r.contains("/lxc/") || r.contains("/lxd/") || r.contains("/incus/") {
             hit("a file of LXC, LXD or Incus", &mut marks.lxc);
         }
     }
+    // bubblewrap builds the sandbox's root in a tmpfs at "/newroot" and
+    // pivots into it: a root still showing it is bwrap's (with
+    // `--ro-bind / /` the machine's root is bound over it instead).
+    if let Some(m) = root_mount.filter(|m| m.fstype == "tmpfs" && m.root == "/newroot") {
+        d.saw(
+            "engine",
+            "/proc/self/mountinfo",
+            &format!("/ on tmpfs {}", m.root),
+            "bubblewrap's new root, a tmpfs it pivots into",
+        );
+        marks.bubblewrap = true;
+    }
     if let Some((src, v)) = &i.container_env {
         let what = match v.as_str() {
+            "firejail" => Some(&mut marks.firejail),
             "podman" => Some(&mut marks.podman),
             "docker" => Some(&mut marks.docker),
             "lxc" | "lxc-libvirt" => Some(&mut marks.lxc),
@@ -619,6 +692,14 @@ pub fn decide(i: &Inputs) -> Boundary {
                 "a Kubernetes pod's pause process as PID 1",
                 Some(&mut marks.kubernetes),
             ),
+            "bwrap" => (
+                "bubblewrap as PID 1 of the sandbox's PID namespace",
+                Some(&mut marks.bubblewrap),
+            ),
+            "firejail" => (
+                "firejail as PID 1 of the sandbox's PID namespace",
+                Some(&mut marks.firejail),
+            ),
             _ => ("PID 1's program", None),
         };
         d.saw("kind", "/proc/1/cmdline", p, means);
@@ -635,12 +716,22 @@ pub fn decide(i: &Inputs) -> Boundary {
         );
         marks.kubernetes = true;
     }
+    // The root is the machine's own filesystem mounted whole and no
+    // engine that gives a container a root of its own left a mark: a
+    // sandbox over the machine's root (bubblewrap, firejail, unshare) or
+    // the machine itself. A marker file on it is the machine's.
+    let machine_root = root_mount.is_some_and(whole_disk_root) && !marks.own_roots();
+    let dockerenv = i.dockerenv && !machine_root;
     if i.dockerenv {
         d.saw(
             "engine",
             "/.dockerenv",
             "(present)",
-            "written by Docker into each container (it outlives an image built from one)",
+            if dockerenv {
+                "written by Docker into each container (it outlives an image built from one)"
+            } else {
+                "on the machine's own root filesystem: the machine's file, no evidence of this boundary's engine"
+            },
         );
     }
 
@@ -663,6 +754,10 @@ pub fn decide(i: &Inputs) -> Boundary {
         }
     }
     let pid_initial = is_init("pid") == Some(true) || i.kthreadd == Some(true);
+    // A user namespace of its own: root here holds capabilities only over
+    // what that namespace owns. Not the machine's own namespaces, even
+    // where the PID namespace is (bwrap without --unshare-pid).
+    let own_userns = is_init("user") == Some(false);
     if i.kthreadd == Some(true) {
         d.saw(
             "kind",
@@ -696,7 +791,7 @@ pub fn decide(i: &Inputs) -> Boundary {
         m.fstype == "overlay" || (m.fstype == "shiftfs" && m.root.contains("/overlay2/"))
     });
     let engine_files = marks.any() || i.containerenv.is_some() || sysbox;
-    let container_like = root_layered || engine_files || i.dockerenv;
+    let container_like = root_layered || engine_files || dockerenv || own_userns;
     let no_ns = i.ns.is_empty() && i.kthreadd.is_none();
 
     let kind = if sandbox {
@@ -717,7 +812,7 @@ pub fn decide(i: &Inputs) -> Boundary {
             // A service's own mount namespace (systemd PrivateTmp) on the
             // machine's own root filesystem.
             Some(false) => Kind::Host,
-            None if root_layered || engine_files => Kind::Container,
+            None if root_layered || engine_files || own_userns => Kind::Container,
             None => Kind::Host,
         }
     } else {
@@ -738,11 +833,25 @@ pub fn decide(i: &Inputs) -> Boundary {
             }
         }
         _ if marks.crio => Engine::CriO,
+        // The sandbox programs' marks are the innermost view (PID 1,
+        // $container, their own masks): a bwrap inside a Docker container
+        // is bwrap's boundary.
+        _ if marks.bubblewrap => Engine::Bubblewrap,
+        _ if marks.firejail => Engine::Firejail,
         _ if marks.podman || marks.containers_storage => Engine::Podman,
-        _ if marks.docker || i.dockerenv => Engine::Docker,
+        _ if marks.docker || dockerenv => Engine::Docker,
         _ if marks.lxc => Engine::Lxc,
         _ if marks.nspawn => Engine::SystemdNspawn,
         _ if marks.containerd => Engine::Containerd,
+        Kind::Container if machine_root && !marks.any() => {
+            d.saw(
+                "engine",
+                "/proc/self/mountinfo",
+                "namespaces of its own over the machine's root filesystem",
+                "no engine left a mark (no $container, no engine's files, PID 1 is the workload): unshare(1), or a program's own unshare(2)",
+            );
+            Engine::Unshare
+        }
         _ => Engine::Unknown,
     };
     let runtime = match kind {
@@ -752,6 +861,9 @@ pub fn decide(i: &Inputs) -> Boundary {
         Kind::Container if sysbox => Runtime::SysboxRunc,
         Kind::Container if engine == Engine::Lxc => Runtime::Lxc,
         Kind::Container if engine == Engine::SystemdNspawn => Runtime::SystemdNspawn,
+        Kind::Container if engine == Engine::Bubblewrap => Runtime::Bubblewrap,
+        Kind::Container if engine == Engine::Firejail => Runtime::Firejail,
+        Kind::Container if engine == Engine::Unshare => Runtime::Unshare,
         Kind::Container if engine != Engine::Unknown => Runtime::RuncCrun,
         _ => Runtime::Unknown,
     };
@@ -816,7 +928,22 @@ pub fn decide(i: &Inputs) -> Boundary {
             mountinfo: i.mountinfo.as_deref(),
             cgroup: i.cgroup.as_deref(),
         }),
+        machine_root: machine_root && kind == Kind::Container,
+        initial_user_ns: is_init("user"),
     }
+}
+
+/// A disk filesystem mounted whole at "/": field 4 is its own root ("/",
+/// or on btrfs the subvolume that subvol= names, "/@" on Ubuntu). An
+/// engine's container root is an overlay, or a directory of the disk
+/// (field 4 /var/lib/lxc/NAME/rootfs, /var/lib/machines/NAME).
+fn whole_disk_root(m: &Line) -> bool {
+    let subvol = m
+        .super_options
+        .split(',')
+        .find_map(|o| o.strip_prefix("subvol="));
+    crate::facts::mounts::is_machine_disk(&m.fstype, &m.source)
+        && (m.root == "/" || (m.fstype == "btrfs" && subvol == Some(m.root.as_str())))
 }
 
 fn virtualization(i: &Inputs, d: &mut Decider) -> (Virtualized, bool) {
@@ -1338,6 +1465,80 @@ mod tests {
         let b = decide(&i);
         assert_eq!(b.engine, Engine::Podman);
         assert!(b.evidence.iter().any(|e| e.source == "/proc/1/cmdline"));
+    }
+
+    /// The machine's own root (ext4, field 4 "/") with namespaces of its
+    /// own: a sandbox over it. Its /.dockerenv is the machine's.
+    #[test]
+    fn sandboxes_over_the_machine_root() {
+        let mut own_user = ns(PRIVATE);
+        own_user.insert("user".into(), 4026532600);
+        let base = Inputs {
+            ns: own_user,
+            dockerenv: true,
+            mountinfo: Some(
+                "79 48 254:0 / / ro,nosuid,nodev,relatime - ext4 /dev/vda rw\n99 79 254:0 /var/lib/docker /var/lib/docker ro - ext4 /dev/vda rw\n".into(),
+            ),
+            uid_map: Some("         0          0          1\n".into()),
+            ..Inputs::default()
+        };
+        let b = decide(&base);
+        assert_eq!(b.kind, Kind::Container);
+        assert_eq!((b.engine, b.runtime), (Engine::Unshare, Runtime::Unshare));
+        assert!(b.machine_root);
+        assert_eq!(b.initial_user_ns, Some(false));
+        let bwrap = Inputs {
+            pid1_program: Some("bwrap".into()),
+            ..base.clone()
+        };
+        let b = decide(&bwrap);
+        assert_eq!(
+            (b.engine, b.runtime),
+            (Engine::Bubblewrap, Runtime::Bubblewrap)
+        );
+        let firejail = Inputs {
+            container_env: Some(("$container".into(), "firejail".into())),
+            ..base.clone()
+        };
+        assert_eq!(decide(&firejail).engine, Engine::Firejail);
+        // The same root under an engine that gives containers roots of
+        // their own is not the machine's, and its /.dockerenv is Docker's.
+        let docker = Inputs {
+            cgroup: Some("0::/docker/abc\n".into()),
+            ..base.clone()
+        };
+        let b = decide(&docker);
+        assert!(!b.machine_root);
+        assert_eq!(b.engine, Engine::Docker);
+        // bwrap's own tmpfs root, pivoted into: bubblewrap without PID 1.
+        let narrow = Inputs {
+            mountinfo: Some("79 51 0:42 /newroot / rw - tmpfs tmpfs rw\n".into()),
+            ..base.clone()
+        };
+        let b = decide(&narrow);
+        assert_eq!(b.engine, Engine::Bubblewrap);
+        assert!(!b.machine_root);
+        // bwrap without --unshare-pid: the machine's PID namespace, a user
+        // namespace of its own: a container all the same.
+        let mut pid_host = ns(PRIVATE);
+        pid_host.insert("pid".into(), 0xEFFF_FFFC);
+        pid_host.insert("user".into(), 4026532600);
+        let b = decide(&Inputs {
+            ns: pid_host,
+            kthreadd: Some(true),
+            pid1_mnt: Some(4026531840),
+            ..base.clone()
+        });
+        assert_eq!(b.kind, Kind::Container);
+        // Ubuntu's btrfs root is the subvolume /@.
+        let btrfs = Inputs {
+            mountinfo: Some(
+                "30 1 0:27 /@ / rw,relatime - btrfs /dev/nvme0n1p2 rw,ssd,subvolid=256,subvol=/@\n"
+                    .into(),
+            ),
+            ..base
+        };
+        assert!(decide(&btrfs).machine_root);
     }
 
     #[test]

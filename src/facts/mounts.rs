@@ -124,6 +124,10 @@ pub struct Contents {
     /// Immediate children that are git repositories (bounded).
     pub child_repos: Vec<String>,
     pub children_truncated: bool,
+    /// The homes a host root filesystem holds (its /home/* and /root), as
+    /// paths here.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub homes: Vec<String>,
     /// Device and inode of what is at the mount point (lstat).
     #[serde(skip)]
     pub ident: Option<(u64, u64)>,
@@ -144,8 +148,83 @@ pub struct MountEntry {
     /// root) this mount lies inside: it is reported with that surface.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub within: Option<String>,
+    /// Another mount covers it (one stacked on it, or on a directory above
+    /// it, after it was mounted): nothing reaches it by path, and a table
+    /// that lists a mount again and again (firejail's, nspawn's) gives one
+    /// finding per mount point, the visible one's.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
     #[serde(flatten)]
     pub contents: Contents,
+}
+
+impl MountEntry {
+    /// Reported on its own: not inside a host surface, not covered.
+    pub fn reported(&self) -> bool {
+        self.within.is_none() && !self.hidden
+    }
+
+    /// Looked into on its own by the walks (credentials, artifacts,
+    /// caches): not covered, and not a part of the machine's own root seen
+    /// from a sandbox (`machine_root`), which the homes stand for.
+    pub fn walked(&self) -> bool {
+        !self.hidden && self.within.as_deref() != Some("/")
+    }
+}
+
+/// Which mounts another one covers. M is covered when a mount N on the
+/// same parent sits at M's mount point or a directory above it (N came
+/// later: had it been there first, M would sit on N), or N is stacked on M
+/// itself at the same point; and whatever sits on a covered mount is
+/// covered too. Mount ids are reused, so the table's order is used only
+/// between two mounts at the very same point of one parent.
+fn mark_hidden(entries: &mut [MountEntry]) {
+    use std::collections::HashMap;
+    // (parent, mount point) -> the last line with them.
+    let mut at: HashMap<(u64, &Path), usize> = HashMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        at.insert((e.mount.parent, e.mount.mount_point.as_path()), i);
+    }
+    // For each covered mount, the one that covers it.
+    let by: Vec<Option<usize>> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let m = &e.mount;
+            let mp = m.mount_point.as_path();
+            if m.parent != m.id {
+                if let Some(&j) = at.get(&(m.id, mp)) {
+                    return Some(j);
+                }
+            }
+            mp.ancestors().find_map(|a| match at.get(&(m.parent, a)) {
+                // The same point twice on one parent: the later line.
+                Some(&j) if a == mp => (j > i).then_some(j),
+                Some(&j) => Some(j),
+                None => None,
+            })
+        })
+        .collect();
+    let mut hidden: Vec<bool> = by.iter().map(Option::is_some).collect();
+    // Down the tree: a mount on a covered one is covered, but for the one
+    // stacked on it that covers it. Each mount is marked once, so a loop
+    // of parents in a hostile table ends too.
+    let mut children: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        children.entry(e.mount.parent).or_default().push(i);
+    }
+    let mut todo: Vec<usize> = (0..entries.len()).filter(|i| hidden[*i]).collect();
+    while let Some(i) = todo.pop() {
+        for &c in children.get(&entries[i].mount.id).into_iter().flatten() {
+            if !hidden[c] && by[i] != Some(c) {
+                hidden[c] = true;
+                todo.push(c);
+            }
+        }
+    }
+    for (e, h) in entries.iter_mut().zip(hidden) {
+        e.hidden = h;
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -345,6 +424,12 @@ fn is_disk_fs(fstype: &str) -> bool {
     DISK_FS.contains(&fstype) || (fstype.starts_with("fuse") && !OVERLAY_FS.contains(&fstype))
 }
 
+/// A filesystem a machine boots from: a disk's, not a sandbox's share of
+/// one (gVisor's 9p, Kata's virtio-fs, Sysbox's shiftfs).
+pub fn is_machine_disk(fstype: &str, source: &str) -> bool {
+    is_disk_fs(fstype) && !matches!(fstype, "9p" | "virtiofs" | "shiftfs") && source != "kataShared"
+}
+
 fn is_tmpfs(fstype: &str) -> bool {
     matches!(fstype, "tmpfs" | "ramfs")
 }
@@ -427,13 +512,12 @@ impl Table {
             .rev()
             .find(|m| m.mount_point == Path::new("/"));
         let own_root = root.map(|m| (m.dev(), layered_root(m)));
-        let machine = root.is_some_and(|m| {
-            is_disk_fs(&m.fstype)
-                && !matches!(m.fstype.as_str(), "9p" | "virtiofs" | "shiftfs")
-                && m.source != "kataShared"
-        }) && !mounts
-            .iter()
-            .any(|m| matches!(engine::shape(m), Some(engine::Shape::Managed(_))));
+        let machine = root.is_some_and(|m| is_machine_disk(&m.fstype, &m.source))
+            && !mounts.iter().any(|m| {
+                // firejail's binds of its own show in the machine's table
+                // too (it makes them in the machine's namespace first).
+                matches!(engine::shape(m), Some(engine::Shape::Managed(x)) if x.by != "firejail")
+            });
         let own_proc = mounts
             .iter()
             .rev()
@@ -614,6 +698,7 @@ pub fn collect(
                 allowed: false,
                 managed,
                 within: None,
+                hidden: false,
                 contents: Contents::default(),
                 mount: m,
             }
@@ -674,6 +759,7 @@ pub fn collect(
         refine(e, &engine_devs, self_ident, self_path.as_deref());
     }
     own_engine_roots(&mut entries);
+    mark_hidden(&mut entries);
     let engine = engine_hint(&mut entries);
     let workspace = workspace.map(|(path, source)| {
         let hung = unresponsive.iter().any(|u| path.starts_with(u));
@@ -883,6 +969,9 @@ fn inspect(host: &Host, mount_point: &Path, deep: bool) -> Contents {
         .map(|d| d.to_string())
         .collect();
     c.git = exists(".git");
+    if c.system_dirs.iter().any(|d| d == "etc") && c.system_dirs.iter().any(|d| d == "usr") {
+        c.homes = homes_below(&p, mount_point);
+    }
     if let Ok(rd) = std::fs::read_dir(&p) {
         // Budgeted: a mount of ~/src may hold thousands of entries, and only
         // the first repos are needed to make the point.
@@ -900,6 +989,75 @@ fn inspect(host: &Host, mount_point: &Path, deep: bool) -> Contents {
         crate::util::sort::sort(&mut c.child_repos);
     }
     c
+}
+
+/// A system root's homes: the directories in its /home (the first 64)
+/// and its /root, named as they are seen here (below `mount_point`).
+fn homes_below(p: &Path, mount_point: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(p.join("home"))
+        .map(|rd| {
+            rd.flatten()
+                .take(MAX_HOMES_LISTED)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| {
+                    mount_point
+                        .join("home")
+                        .join(e.file_name())
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    crate::util::sort::sort(&mut out);
+    if p.join("root").is_dir() {
+        out.push(mount_point.join("root").to_string_lossy().into_owned());
+    }
+    out
+}
+
+/// Homes listed as a host root's evidence.
+const MAX_HOMES_LISTED: usize = 64;
+
+/// The root filesystem is the machine's own (inventory.boundary says so:
+/// a sandbox over the machine's root, as bubblewrap's `--ro-bind / /`,
+/// firejail and unshare make): "/" is the host root, not an image's, and
+/// the machine root's own directories bound onto themselves (firejail's
+/// read-only /etc, /usr, /var; bwrap's recursive bind of what was mounted
+/// below /) are part of it, reported with it. A workspace or a home bound
+/// in from elsewhere stays what it is.
+pub fn machine_root(host: &Host, facts: &mut MountFacts) {
+    let Some(root_idx) = facts
+        .mounts
+        .iter()
+        .rposition(|e| e.mount.mount_point == Path::new("/"))
+    else {
+        return;
+    };
+    let dev = facts.mounts[root_idx].mount.dev();
+    let root_writable;
+    {
+        let e = &mut facts.mounts[root_idx];
+        if e.class != MountClass::RootFs {
+            return;
+        }
+        e.class = MountClass::HostRoot;
+        let mut c = inspect(host, Path::new("/"), true);
+        c.writable &= !e.read_only;
+        root_writable = c.writable;
+        e.contents = c;
+    }
+    for e in facts.mounts.iter_mut() {
+        let self_bind = e.mount.dev() == dev
+            && e.mount.mount_point != Path::new("/")
+            && e.mount.root == e.mount.mount_point;
+        // One that can be written where the root cannot stays a mount of
+        // its own: what it opens is more than the root does.
+        let no_more = !e.contents.writable || root_writable;
+        if self_bind && no_more && e.within.is_none() && e.class == MountClass::HostBind {
+            e.within = Some("/".into());
+        }
+    }
 }
 
 fn refine(
@@ -1101,6 +1259,49 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    fn hidden(text: &str) -> Vec<(u64, bool)> {
+        let (mounts, errs) = parse_mountinfo(text);
+        assert!(errs.is_empty(), "{errs:?}");
+        let mut entries: Vec<MountEntry> = mounts
+            .into_iter()
+            .map(|m| MountEntry {
+                read_only: m.read_only(),
+                class: MountClass::HostBind,
+                kinds: Vec::new(),
+                allowed: false,
+                managed: None,
+                within: None,
+                hidden: false,
+                contents: Contents::default(),
+                mount: m,
+            })
+            .collect();
+        mark_hidden(&mut entries);
+        entries.iter().map(|e| (e.mount.id, e.hidden)).collect()
+    }
+
+    /// Captured in firejail and systemd-nspawn (tests/data/captures/boundary):
+    /// a mount covered by another on the same parent at or above its point,
+    /// or stacked on, is hidden; so is what sits on a hidden one.
+    #[test]
+    fn covered_mounts_are_hidden() {
+        let h = hidden(
+            "51 48 254:0 / / rw - ext4 /dev/vda rw\n71 51 254:0 /var/lib/docker /var/lib/docker rw - ext4 /dev/vda rw\n81 51 254:0 /var /var ro - ext4 /dev/vda rw\n82 81 254:0 /var/lib/docker /var/lib/docker rw - ext4 /dev/vda rw\n84 82 254:0 /var/lib/docker /var/lib/docker ro - ext4 /dev/vda rw\n120 51 0:44 / /run rw - tmpfs tmpfs rw\n124 120 254:0 /usr/lib/os-release /run/host/os-release rw - ext4 /dev/vda rw\n121 120 0:44 /host /run/host ro - tmpfs tmpfs rw\n122 121 254:0 /usr/lib/os-release /run/host/os-release ro - ext4 /dev/vda rw\n125 124 0:9 / /run/host/os-release/x rw - tmpfs tmpfs rw\n",
+        );
+        let is = |id: u64| h.iter().find(|(i, _)| *i == id).unwrap().1;
+        assert!(!is(51));
+        assert!(is(71), "under /var, mounted after it");
+        assert!(!is(81));
+        assert!(is(82), "84 is stacked on it");
+        assert!(!is(84));
+        assert!(is(124), "/run/host was mounted over it");
+        assert!(!is(121) && !is(122));
+        assert!(is(125), "on a hidden mount");
+        // The same point twice on one parent: the later line stands.
+        let h = hidden("1 0 8:1 / / rw - ext4 /dev/sda rw\n2 1 8:1 /a /a rw - ext4 /dev/sda rw\n3 1 8:1 /b /a rw - ext4 /dev/sda rw\n");
+        assert_eq!(h, vec![(1, false), (2, true), (3, false)]);
     }
 
     #[test]

@@ -215,6 +215,36 @@ fn homes(host: &Host, passwd: &Passwd, mounts: Option<&MountFacts>) -> Vec<Home>
         crate::util::sort::sort(&mut v);
         v
     };
+    let entries = mounts.into_iter().flat_map(|m| &m.mounts);
+    let host_roots: Vec<&PathBuf> = entries
+        .clone()
+        .filter(|e| e.class == MountClass::HostRoot)
+        .map(|e| &e.mount.mount_point)
+        .collect();
+    // Seen from a sandbox over the machine's own root, "/" is the host
+    // root: its homes are the host's, and named so first.
+    let (at_root, elsewhere): (Vec<&PathBuf>, Vec<&PathBuf>) = host_roots
+        .into_iter()
+        .partition(|m| m.as_path() == Path::new("/"));
+    let host_root_homes = |m: &Path, add: &mut dyn FnMut(PathBuf, String, Option<PathBuf>)| {
+        let origin = format!("host-root:{}", m.display());
+        if hung(m) {
+            return;
+        }
+        let hp = Passwd::read(host, &m.join("etc/passwd"));
+        for h in hp.homes() {
+            let rel = h.trim_start_matches('/');
+            add(m.join(rel), origin.clone(), Some(PathBuf::from(h)));
+        }
+        for h in list(&m.join("home")) {
+            let alias = h.strip_prefix(m).ok().map(|r| Path::new("/").join(r));
+            add(h, origin.clone(), alias);
+        }
+        add(m.join("root"), origin.clone(), Some(PathBuf::from("/root")));
+    };
+    for m in at_root {
+        host_root_homes(m, &mut add);
+    }
     for h in passwd.homes() {
         add(PathBuf::from(h), "passwd".into(), None);
     }
@@ -230,8 +260,7 @@ fn homes(host: &Host, passwd: &Passwd, mounts: Option<&MountFacts>) -> Vec<Home>
     if let Some(h) = env_home {
         add(PathBuf::from(h), "env:HOME".into(), None);
     }
-    let entries = mounts.into_iter().flat_map(|m| &m.mounts);
-    for e in entries.clone().filter(|e| e.kinds.contains(&"home")) {
+    for e in entries.filter(|e| e.kinds.contains(&"home")) {
         let mp = &e.mount.mount_point;
         add(
             mp.clone(),
@@ -240,22 +269,8 @@ fn homes(host: &Host, passwd: &Passwd, mounts: Option<&MountFacts>) -> Vec<Home>
         );
     }
     // The host's own homes, through a mount of its root filesystem.
-    for e in entries.filter(|e| e.class == MountClass::HostRoot) {
-        let m = &e.mount.mount_point;
-        let origin = format!("host-root:{}", m.display());
-        if hung(m) {
-            continue;
-        }
-        let hp = Passwd::read(host, &m.join("etc/passwd"));
-        for h in hp.homes() {
-            let rel = h.trim_start_matches('/');
-            add(m.join(rel), origin.clone(), Some(PathBuf::from(h)));
-        }
-        for h in list(&m.join("home")) {
-            let alias = h.strip_prefix(m).ok().map(|r| Path::new("/").join(r));
-            add(h, origin.clone(), alias);
-        }
-        add(m.join("root"), origin.clone(), Some(PathBuf::from("/root")));
+    for m in elsewhere {
+        host_root_homes(m, &mut add);
     }
     out
 }

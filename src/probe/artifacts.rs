@@ -508,6 +508,17 @@ fn persistent_mounts(mounts: Option<&MountFacts>) -> Vec<PathBuf> {
                             | MountClass::HostRoot
                     )
                 })
+                // The machine's own root seen from a sandbox is the whole
+                // machine, not a mount to walk; its parts and the engines'
+                // storage of other containers neither.
+                .filter(|e| e.walked())
+                .filter(|e| {
+                    !(e.class == MountClass::HostRoot && e.mount.mount_point == Path::new("/"))
+                })
+                .filter(|e| {
+                    !catalog::pruned_path(Walk::Artifacts, &e.mount.mount_point)
+                        && !catalog::pruned_path(Walk::Artifacts, &e.mount.root)
+                })
                 .map(|e| e.mount.mount_point.clone())
                 .collect()
         })
@@ -570,7 +581,7 @@ pub fn collect_caches(
     }
     if let Some(m) = mounts {
         for e in &m.mounts {
-            if !matches!(e.class, MountClass::HostBind | MountClass::Volume) {
+            if !matches!(e.class, MountClass::HostBind | MountClass::Volume) || !e.walked() {
                 continue;
             }
             let def = cache_for_mount(&e.mount.root, &e.mount.mount_point).or_else(|| {

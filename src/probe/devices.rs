@@ -1,9 +1,17 @@
 //! Phase 2: device nodes under /dev. Block devices are host disks; the
 //! character devices in probes/devices.toml reach host memory, kernel or
-//! hardware. Nodes are stat'ed and checked with access(2), never opened.
+//! hardware. Nodes are stat'ed and checked with access(2); the ones that
+//! are reported are also opened read-only (O_NONBLOCK|O_NOCTTY, closed at
+//! once, never read), since a device cgroup, an LSM or a nodev mount can
+//! refuse what the mode bits allow: "readable" means that open worked.
+//! Nothing is ever opened for writing, and a watchdog is not opened at all
+//! (opening one arms it).
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
+use std::time::{Duration, Instant};
+
+use nix::fcntl::OFlag;
 
 use nix::unistd::AccessFlags;
 use serde::Serialize;
@@ -26,12 +34,86 @@ pub struct DeviceNode {
     pub minor: u64,
     pub readable: bool,
     pub writable: bool,
+    /// Why opening it read-only failed where access(2) allowed it: the
+    /// device cgroup, an LSM or a nodev mount refuses the device, for
+    /// writing as much as for reading.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct DeviceFacts {
     pub nodes: Vec<DeviceNode>,
     pub truncated: bool,
+}
+
+/// How long the read-only opens may take together: a block device of a
+/// hung network disk (NBD, iSCSI) can block its open; that one node is
+/// then judged by access(2) alone.
+const OPEN_WAIT: Duration = Duration::from_millis(1500);
+
+/// Whether the node is one the findings name: every block device, and the
+/// catalog's character devices.
+fn reported(kind: &str, path: &str) -> Option<Option<&'static catalog::Device>> {
+    if kind == "block" {
+        return Some(None);
+    }
+    let rel = path.trim_start_matches("/dev/");
+    catalog::devices()
+        .iter()
+        .find(|d| crate::util::glob::matches_path(&d.pattern, rel))
+        .map(Some)
+}
+
+/// Opens `p` read-only and closes it at once; the error's name when that fails.
+fn open_read_only(p: &Path) -> Result<(), nix::Error> {
+    let fd = nix::fcntl::open(
+        p,
+        OFlag::O_RDONLY
+            | OFlag::O_NONBLOCK
+            | OFlag::O_NOCTTY
+            | OFlag::O_CLOEXEC
+            | OFlag::O_NOFOLLOW,
+        nix::sys::stat::Mode::empty(),
+    )?;
+    drop(fd);
+    Ok(())
+}
+
+/// Opens the reported nodes that access(2) calls readable, side by side
+/// and bounded; a node whose open is refused is neither readable nor
+/// writable (what refuses a read refuses a write: the device cgroup's
+/// rules, nodev, an LSM hook on the device), and says why.
+fn confirm_reads(host: &Host, f: &mut DeviceFacts) {
+    let idx: Vec<usize> = (0..f.nodes.len())
+        .filter(|i| {
+            let n = &f.nodes[*i];
+            n.readable && reported(n.kind, &n.path).is_some_and(|d| d.is_none_or(|d| !d.no_open))
+        })
+        .collect();
+    if idx.is_empty() {
+        return;
+    }
+    let paths: Vec<std::path::PathBuf> = idx.iter().map(|i| host.path(&f.nodes[*i].path)).collect();
+    let got =
+        crate::util::workers::map_until("device-open", paths, 4, Instant::now() + OPEN_WAIT, |p| {
+            open_read_only(p)
+        });
+    for (i, r) in idx.into_iter().zip(got) {
+        let n = &mut f.nodes[i];
+        match r {
+            Some(Ok(())) | None => {}
+            // A node that vanished or is busy is not a refusal.
+            Some(Err(
+                nix::Error::ENOENT | nix::Error::EBUSY | nix::Error::ENXIO | nix::Error::ENODEV,
+            )) => {}
+            Some(Err(e)) => {
+                n.readable = false;
+                n.writable = false;
+                n.refused = Some(format!("open(O_RDONLY): {}", e.desc()));
+            }
+        }
+    }
 }
 
 pub fn collect(host: &Host) -> Result<DeviceFacts, Unchecked> {
@@ -88,9 +170,11 @@ pub fn collect(host: &Host) -> Result<DeviceFacts, Unchecked> {
             minor: nix::sys::stat::minor(rdev),
             readable: host.access(&in_root, AccessFlags::R_OK).is_ok(),
             writable: host.access(&in_root, AccessFlags::W_OK).is_ok(),
+            refused: None,
         });
     }
     crate::util::sort::sort_by(&mut f.nodes, |a, b| a.path.cmp(&b.path));
+    confirm_reads(host, &mut f);
     Ok(f)
 }
 
@@ -108,11 +192,17 @@ pub fn evaluate(f: &DeviceFacts) -> Vec<Finding> {
     let mut out = Vec::new();
     for n in &f.nodes {
         let ev = |fnd: Finding| {
-            fnd.with("path", n.path.clone())
+            let fnd = fnd
+                .with("path", n.path.clone())
                 .with("major", n.major)
                 .with("minor", n.minor)
                 .with("readable", n.readable)
                 .with("writable", n.writable)
+                .with("checked_with", "access(2) and a read-only open");
+            match &n.refused {
+                Some(r) => fnd.with("refused", r.clone()),
+                None => fnd,
+            }
         };
         // Severity follows access: a node this process can neither read
         // nor write is a step below one it can use, and says so.
@@ -121,6 +211,9 @@ pub fn evaluate(f: &DeviceFacts) -> Vec<Finding> {
             (true, true) => "readable and writable by this process",
             (false, true) => "writable by this process",
             (true, false) => "readable by this process",
+            _ if n.refused.is_some() => {
+                "present but not usable by this process (opening it is refused)"
+            }
             _ => "present but not usable by this process (access denied)",
         };
         if n.kind == "block" {
@@ -191,6 +284,7 @@ mod tests {
             minor: 0,
             readable,
             writable,
+            refused: None,
         }
     }
 
@@ -224,6 +318,24 @@ mod tests {
             .unwrap()
             .severity;
         assert_eq!(sev("/dev/mem"), Some(mem));
+        // access(2) said yes, a read-only open was refused (the machine's
+        // /dev/vda here: EPERM even for root): not usable, medium, and said.
+        let mut vda = node("/dev/vda", "block", false, false);
+        vda.refused = Some("open(O_RDONLY): Operation not permitted".into());
+        let v = evaluate(&DeviceFacts {
+            nodes: vec![vda],
+            truncated: false,
+        });
+        assert_eq!(v[0].severity, Severity::Medium);
+        assert!(
+            v[0].message.contains("opening it is refused"),
+            "{}",
+            v[0].message
+        );
+        assert_eq!(
+            v[0].evidence["refused"],
+            "open(O_RDONLY): Operation not permitted"
+        );
         let kmsg = out.iter().find(|x| x.subject == "/dev/kmsg");
         if let Some(k) = kmsg {
             assert!(

@@ -272,6 +272,25 @@ pub struct Gathered {
     pub timeout: Duration,
 }
 
+#[cfg(test)]
+impl Gathered {
+    /// Nothing gathered yet: `unfinished` probes, and the run's --timeout.
+    pub fn for_tests(unfinished: Vec<Unfinished>, timeout: Duration) -> Gathered {
+        Gathered {
+            facts: Facts::default(),
+            records: Vec::new(),
+            unfinished,
+            panicked: false,
+            cut_by_deadline: Vec::new(),
+            env_missing: None,
+            proc_untrusted: None,
+            network_asked: false,
+            users_missing: false,
+            timeout,
+        }
+    }
+}
+
 /// What a probe's thread gets: the run's context, the mount table (from
 /// phase 1, when it was read), and the deadline its own work stops at, a
 /// little before the runner gives up on it, so a slow answer is classified
@@ -279,12 +298,27 @@ pub struct Gathered {
 struct Input {
     ctx: Arc<Context>,
     mounts: Option<Arc<MountFacts>>,
+    /// The boundary (phase 1), when it was told.
+    boundary: Option<Arc<Boundary>>,
     users: Arc<Users>,
     inner: Instant,
     deadline: Instant,
+    /// What the probe had found so far, for when its deadline cuts it.
+    kept: Kept,
 }
 
+/// The facts a probe keeps as it goes: when its deadline passes before it
+/// ends, these are reported (with the probe marked as cut), not nothing.
+type Kept = Arc<std::sync::Mutex<Option<Fill>>>;
+
 impl Input {
+    /// Keeps `f` as what this probe has found so far.
+    fn keep(&self, f: Fill) {
+        if let Ok(mut k) = self.kept.lock() {
+            *k = Some(f);
+        }
+    }
+
     fn workspace(&self) -> Option<&std::path::Path> {
         self.ctx.workspace.as_ref().map(|w| w.0.as_path())
     }
@@ -363,8 +397,17 @@ const REST: &[Entry] = &[
         }))
     }),
     // A slow engine yields a classified answer, not a timeout.
+    // What it found is kept as it goes: cut by its deadline, it still
+    // reports those sockets (and names what it did not reach).
     entry("sockets", 2, 200, |i| {
-        let f = sockets::collect(&i.ctx.host, i.mounts.as_deref(), i.inner);
+        let homes = i.users.home_paths(users::MAX_HOMES);
+        let keep = |f: &sockets::SocketFacts| {
+            let mut f = f.clone();
+            f.not_reached
+                .push("(the probe was cut here by its deadline)".into());
+            i.keep(fill(f, |x, v| x.sockets = Some(v)));
+        };
+        let f = sockets::collect(&i.ctx.host, i.mounts.as_deref(), &homes, i.inner, &keep);
         Ok(fill(f, |x, v| x.sockets = Some(v)))
     }),
     entry("writable", 2, 0, |i| {
@@ -372,7 +415,8 @@ const REST: &[Entry] = &[
         let wt = c
             .write_test
             .then_some((c.cleanup.as_ref(), c.run_id.as_str()));
-        let f = writable::collect(&c.host, i.mounts.as_deref(), wt);
+        let userns = i.boundary.as_ref().and_then(|b| b.initial_user_ns);
+        let f = writable::collect(&c.host, i.mounts.as_deref(), userns, wt);
         Ok(fill(f, |x, v| x.writable = Some(v)))
     }),
     entry("secrets", 3, 300, |i| {
@@ -440,6 +484,7 @@ const NETWORK: Entry = entry("network", 3, 300, |i| {
 #[derive(Default)]
 struct Had {
     mounts: Option<Arc<MountFacts>>,
+    boundary: Option<Arc<Boundary>>,
     users: Arc<Users>,
 }
 
@@ -453,26 +498,45 @@ const USERS: Entry = entry("users", 1, 0, |i| {
 });
 
 /// Starts one row of the table on its own thread.
-fn start(e: &'static Entry, ctx: &Arc<Context>, had: &Had, budget: Duration) -> Running<Fill> {
+fn start(e: &'static Entry, ctx: &Arc<Context>, had: &Had, budget: Duration) -> Started {
     let deadline = ctx.host.deadline_within(budget);
+    let kept: Kept = Arc::default();
     let input = Input {
+        kept: kept.clone(),
         ctx: ctx.clone(),
         mounts: had.mounts.clone(),
+        boundary: had.boundary.clone(),
         users: had.users.clone(),
         inner: deadline.checked_sub(e.margin).unwrap_or(deadline),
         deadline,
     };
-    spawn(e.name, e.phase, deadline, move || (e.run)(&input))
+    Started {
+        running: spawn(e.name, e.phase, deadline, move || (e.run)(&input)),
+        kept,
+    }
+}
+
+/// A probe running, and what it has kept so far.
+struct Started {
+    running: Running<Fill>,
+    kept: Kept,
 }
 
 /// Waits for one probe and puts its facts in place, or records why there
-/// are none.
-fn settle(r: Running<Fill>, facts: &mut Facts, g: &mut Gathered) {
+/// are none. A probe cut by its deadline that kept facts as it went has
+/// those put in place, and is still recorded as cut.
+fn settle(s: Started, facts: &mut Facts, g: &mut Gathered) {
+    let r = s.running;
     let (probe, phase) = (r.name, r.phase);
     let cut = match r.wait(&mut g.records) {
         Outcome::Done(put) => return put(facts),
         Outcome::Failed(e) => Cut::Failed(e),
-        Outcome::TimedOut => Cut::TimedOut,
+        Outcome::TimedOut => {
+            if let Some(put) = s.kept.lock().ok().and_then(|mut k| k.take()) {
+                put(facts);
+            }
+            Cut::TimedOut
+        }
         Outcome::Panicked(m) => {
             g.panicked = true;
             Cut::Panicked(m)
@@ -528,8 +592,16 @@ pub fn gather(ctx: Arc<Context>) -> Gathered {
     for r in first {
         settle(r, &mut facts, &mut g);
     }
+    // Seen from a sandbox over the machine's own root filesystem, "/" is
+    // the host's root: the mount table learns it from the boundary.
+    if let (Some(m), Some(b)) = (facts.mounts.as_mut(), facts.boundary.as_ref()) {
+        if b.machine_root {
+            mount_table::machine_root(&ctx.host, m);
+        }
+    }
     let mut had = Had {
         mounts: facts.mounts.take().map(Arc::new),
+        boundary: facts.boundary.clone().map(Arc::new),
         users: Arc::default(),
     };
     settle(start(&USERS, &ctx, &had, users::BUDGET), &mut facts, &mut g);
@@ -579,4 +651,42 @@ pub fn gather(ctx: Arc<Context>) -> Gathered {
     }
     g.facts = facts;
     g
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A probe its deadline cuts puts what it kept in place, and is still
+    /// recorded as cut; one that kept nothing has no facts.
+    #[test]
+    fn a_cut_probe_keeps_what_it_found() {
+        for keeps in [true, false] {
+            let kept: Kept = Arc::default();
+            let k = kept.clone();
+            let deadline = Instant::now() + Duration::from_millis(100);
+            let running = spawn("sockets", 2, deadline, move || {
+                if keeps {
+                    let mut f = sockets::SocketFacts::default();
+                    f.not_reached.push("/tmp/x".into());
+                    *k.lock().unwrap() = Some(fill(f, |x, v| x.sockets = Some(v)));
+                }
+                std::thread::sleep(Duration::from_secs(2));
+                Ok(fill(sockets::SocketFacts::default(), |x, v| {
+                    x.sockets = Some(v)
+                }))
+            });
+            let mut facts = Facts::default();
+            let mut g = Gathered::for_tests(Vec::new(), Duration::from_secs(1));
+            settle(Started { running, kept }, &mut facts, &mut g);
+            assert_eq!(g.unfinished.len(), 1);
+            assert!(matches!(g.unfinished[0].cut, Cut::TimedOut));
+            assert_eq!(g.records[0].status, ProbeStatus::Timeout);
+            match (keeps, &facts.sockets) {
+                (true, Some(s)) => assert_eq!(s.not_reached, ["/tmp/x"]),
+                (false, None) => {}
+                (k, s) => panic!("kept {k}: {s:?}"),
+            }
+        }
+    }
 }

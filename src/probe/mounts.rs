@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::facts::boundary::{Boundary, Kind};
 use crate::facts::mounts::{MountClass, MountEntry, MountFacts, WorkspaceFacts, CONFIG_MARKERS};
-use crate::finding::Finding;
+use crate::finding::{Finding, Severity};
 
 /// The mounts inside a host surface, counted by what they are.
 fn surface_contents(facts: &MountFacts, mp: &str) -> (usize, Vec<String>, usize) {
@@ -85,21 +85,11 @@ impl<'a> Shown<'a> {
 pub fn evaluate(facts: &MountFacts, bd: &Boundary) -> Vec<Finding> {
     let on_the_machine = bd.kind == Kind::Host;
     let mut out = workspace_findings(facts);
-    for e in facts.mounts.iter().filter(|e| e.within.is_none()) {
+    for e in facts.mounts.iter().filter(|e| e.reported()) {
         let m = Shown::new(e);
         let mp = &m.mp;
         match e.class {
-            MountClass::HostRoot => out.push(
-                m.finding(
-                    "mount.host-root",
-                    mp,
-                    format!(
-                        "{mp} is the root of a host filesystem ({} {})",
-                        e.mount.fstype, e.mount.source
-                    ),
-                )
-                .with("system_dirs", e.contents.system_dirs.clone()),
-            ),
+            MountClass::HostRoot => out.push(host_root(&m)),
             MountClass::Socket => out.push(m.finding(
                 "mount.socket",
                 mp,
@@ -136,6 +126,48 @@ fn workspace_findings(facts: &MountFacts) -> Vec<Finding> {
         .with("workspace_source", w.source.clone())],
         Some(_) => Vec::new(),
     }
+}
+
+/// mount.host-root: critical where this process can write it, high where
+/// it can only read it (every file of the host this user may read, its
+/// homes' credentials among them, but nothing changed). "/" itself is the
+/// machine's root seen from a sandbox over it (bubblewrap's
+/// `--ro-bind / /`, firejail, unshare).
+fn host_root(m: &Shown) -> Finding {
+    let (e, mp) = (m.e, &m.mp);
+    let how = if e.contents.writable {
+        "writable by this process"
+    } else {
+        "read-only here"
+    };
+    let homes = if e.contents.homes.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the host's homes {} are below it",
+            e.contents.homes.join(", ")
+        )
+    };
+    let what = if mp == "/" {
+        format!(
+            "/ is the machine's own root filesystem ({} {}), not an image's: this sandbox sees the machine's files, {how}{homes}",
+            e.mount.fstype, e.mount.source
+        )
+    } else {
+        format!(
+            "{mp} is the root of a host filesystem ({} {}), {how}{homes}",
+            e.mount.fstype, e.mount.source
+        )
+    };
+    let sev = if e.contents.writable {
+        Severity::Critical
+    } else {
+        Severity::High
+    };
+    m.finding("mount.host-root", mp, what)
+        .severity(sev)
+        .with("system_dirs", e.contents.system_dirs.clone())
+        .with("homes", e.contents.homes.clone())
 }
 
 fn host_procfs(facts: &MountFacts, m: &Shown) -> Finding {

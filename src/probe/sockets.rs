@@ -29,8 +29,9 @@ const PING_TIMEOUT: Duration = Duration::from_millis(1000);
 const VERSION_TIMEOUT: Duration = Duration::from_millis(3000);
 /// The most of an answer's body that is read.
 const MAX_ANSWER: usize = 256 * 1024;
-/// Sockets under host mounts: how deep and how many entries to look at.
-/// Sockets sit near the top of a runtime dir; a repo can hold millions of files.
+/// Sockets under host mounts and in the places sockets live: how deep and
+/// how many entries to look at. Sockets sit near the top of a runtime dir;
+/// a repo can hold millions of files.
 const WALK_DEPTH: usize = 4;
 const WALK_ENTRIES: usize = 20_000;
 
@@ -84,10 +85,20 @@ pub struct SocketFacts {
     pub walk_truncated: Vec<String>,
     /// Entries the search for sockets looked at under each host mount.
     pub walks: Vec<SocketWalk>,
+    /// The places sockets live that were searched (/run, /tmp, the homes…),
+    /// with the entries each took.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub searched: Vec<SocketWalk>,
+    /// Sockets, host mounts and places the probe's deadline came before.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_reached: Vec<String>,
     /// Paths looked at for a socket (the catalog's, the environment's,
     /// those in host mounts), there or not: what "none answered" rests on.
     #[serde(skip)]
     pub tried: usize,
+    /// The sockets asked, by device and inode: each once.
+    #[serde(skip)]
+    pub seen: BTreeSet<(u64, u64)>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -167,28 +178,31 @@ fn env_candidates(host: &Host, out: &mut Vec<Candidate>, tcp: &mut Vec<(String, 
     }
 }
 
-/// The sockets under `mount_point`, and how many entries that took; the
-/// flag is false when the budget or the deadline ended the search first.
-/// Depth first, the order the sockets have always been listed in;
-/// directories down to WALK_DEPTH - 1 are listed; a walker (and visited
-/// set) per mount, so each mount's count is its own.
+/// The sockets under `root`, and how many entries that took; the flag is
+/// false when the budget or the deadline ended the search first. Depth
+/// first, the order the sockets have always been listed in; directories
+/// down to `depth` are listed; a walker (and visited set) per root, so each
+/// root's count is its own. `places` also skips what is known not to be an
+/// engine (NOT_ENGINES).
 fn walk_for_sockets(
     host: &Host,
-    mount_point: &Path,
+    root: &Path,
+    depth: usize,
+    places: bool,
     deadline: Instant,
     found: &mut Vec<PathBuf>,
 ) -> (bool, usize) {
     let budget = walk::Budget {
         entries: WALK_ENTRIES,
-        depth: WALK_DEPTH - 1,
+        depth,
         queued: usize::MAX,
     };
     let w = Walker::new(Order::DepthFirst, catalog::prune(Walk::Sockets), deadline).walk(
         host,
-        mount_point,
+        root,
         budget,
         (),
-        &mut SocketSearch { found },
+        &mut SocketSearch { found, places },
     );
     (w.stop.is_none(), w.entries)
 }
@@ -196,12 +210,54 @@ fn walk_for_sockets(
 /// The socket search's part: every socket it meets.
 struct SocketSearch<'a> {
     found: &'a mut Vec<PathBuf>,
+    /// Searching the places sockets live: what is known not to be an
+    /// engine is passed by, never asked.
+    places: bool,
+}
+
+/// Sockets and directories of sockets that are not engine APIs, passed by
+/// in the places search so that nothing is sent to them: the system's and
+/// the session's buses, journald's stream socket (what is written to it is
+/// logged), X11 and Wayland, sound, the key agents (their own protocols;
+/// secret.agent-socket asks them properly), udev and device-mapper control,
+/// and containerd's shim sockets (ttrpc; containerd's own socket is the
+/// catalog's). `*` stands for part of a name.
+const NOT_ENGINES: &[&str] = &[
+    "systemd",
+    "dbus",
+    "bus",
+    ".X11-unix",
+    ".ICE-unix",
+    ".XIM-unix",
+    ".font-unix",
+    "wayland-*",
+    "pulse",
+    "pipewire-*",
+    "gnupg",
+    "keyring",
+    "ssh-*",
+    "agent.*",
+    "S.*",
+    "udev",
+    "lvm",
+    "containerd",
+    "*.ttrpc",
+];
+
+fn not_an_engine(name: &OsStr) -> bool {
+    let name = name.to_string_lossy();
+    NOT_ENGINES
+        .iter()
+        .any(|p| crate::util::glob::matches_path(p, &name))
 }
 
 impl Visit for SocketSearch<'_> {
     type Mark = ();
 
     fn entry(&mut self, dir: &Dir<'_, ()>, name: &OsStr, ft: FileType) -> Step {
+        if self.places && not_an_engine(name) {
+            return Step::Next;
+        }
         if ft.is_socket() {
             self.found.push(dir.path.join(name));
         }
@@ -213,108 +269,50 @@ impl Visit for SocketSearch<'_> {
     }
 }
 
-pub fn collect(host: &Host, mounts: Option<&MountFacts>, deadline: Instant) -> SocketFacts {
-    let mut facts = SocketFacts::default();
-    let mut cands = Vec::new();
-    for s in catalog::engine_sockets() {
-        for p in expand(host, &s.path) {
-            cands.push(Candidate {
-                path: p,
-                engine: s.engine.clone(),
-                api: s.api,
-                origin: "catalog".into(),
-            });
-        }
+/// The places sockets live, searched for engine APIs wherever they were
+/// started (`podman system service unix:///tmp/x/podman.sock`, a rootless
+/// Docker's socket, a forwarded one): the runtime directories, the
+/// temporary ones, the session's runtime directory and the homes; each
+/// with the depth its sockets sit at.
+fn socket_places(host: &Host, homes: &[PathBuf]) -> Vec<(PathBuf, usize)> {
+    let mut out: Vec<(PathBuf, usize)> = vec![
+        (PathBuf::from("/run"), 3),
+        (PathBuf::from("/var/run"), 3),
+        (PathBuf::from("/tmp"), 3),
+        (PathBuf::from("/var/tmp"), 2),
+        (PathBuf::from("/dev/shm"), 2),
+    ];
+    if let Some(x) = host
+        .env()
+        .get("XDG_RUNTIME_DIR")
+        .filter(|x| x.starts_with('/'))
+    {
+        out.push((PathBuf::from(x), 3));
     }
-    env_candidates(host, &mut cands, &mut facts.tcp_endpoints);
-    if let Some(m) = mounts {
-        // The catalog's paths inside a host surface: /var/run/docker.sock of
-        // a host root at /host is /host/var/run/docker.sock, and of the
-        // host's /run bound at /host/var/run it is /host/var/run/docker.sock.
-        // Looked up by name first, so a walk cut short still finds them.
-        for e in m.mounts.iter().filter(|e| e.within.is_none()) {
-            let mp = &e.mount.mount_point;
-            for s in catalog::engine_sockets() {
-                let inside: Option<String> = match e.class {
-                    MountClass::HostRoot => Some(s.path.clone()),
-                    MountClass::HostTmpfs => s
-                        .path
-                        .strip_prefix("/var/run/")
-                        .or_else(|| s.path.strip_prefix("/run/"))
-                        .map(str::to_string),
-                    _ => None,
-                };
-                let Some(rel) = inside else { continue };
-                let pattern = format!(
-                    "{}/{}",
-                    mp.to_string_lossy().trim_end_matches('/'),
-                    rel.trim_start_matches('/')
-                );
-                for p in expand(host, &pattern) {
-                    cands.push(Candidate {
-                        path: p,
-                        engine: s.engine.clone(),
-                        api: s.api,
-                        origin: format!("host-mount:{}", mp.display()),
-                    });
-                }
-            }
-        }
-        for e in m.mounts.iter().filter(|e| e.within.is_none()) {
-            let mp = &e.mount.mount_point;
-            match e.class {
-                MountClass::Socket => cands.push(Candidate {
-                    path: mp.clone(),
-                    engine: "unknown".into(),
-                    api: SocketApi::Http,
-                    origin: format!("host-mount:{}", mp.display()),
-                }),
-                MountClass::HostBind
-                | MountClass::HostRoot
-                | MountClass::Workspace
-                | MountClass::HostTmpfs
-                | MountClass::ContainerRootfs
-                | MountClass::Unknown
-                    if e.contents.file_type == "dir" =>
-                {
-                    let mut found = Vec::new();
-                    let (complete, entries) = walk_for_sockets(host, mp, deadline, &mut found);
-                    if !complete {
-                        facts.walk_truncated.push(mp.to_string_lossy().into_owned());
-                    }
-                    facts.walks.push(SocketWalk {
-                        mount_point: mp.to_string_lossy().into_owned(),
-                        entries,
-                        truncated: !complete,
-                    });
-                    for p in found {
-                        // A socket in a host mount that bears an engine's
-                        // socket name is that engine's until shown otherwise:
-                        // silent or dead, it is still reported.
-                        let (engine, api) = named_like_engine(&p)
-                            .map(|s| (s.engine.clone(), s.api))
-                            .unwrap_or_else(|| ("unknown".into(), SocketApi::Http));
-                        cands.push(Candidate {
-                            path: p,
-                            engine,
-                            api,
-                            origin: format!("host-mount:{}", mp.display()),
-                        });
-                    }
-                }
-                _ => {}
-            }
-        }
+    for h in homes.iter().take(crate::facts::users::MAX_HOMES) {
+        out.push((h.clone(), 3));
     }
-    facts.tried = cands.len();
-    let mut seen = BTreeSet::new();
+    out
+}
+
+/// Sockets the places search found that are asked: at most this many, each
+/// with a short wait (an engine answers /_ping at once).
+const MAX_SEARCHED: usize = 32;
+const SEARCH_PING_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// Connects to each candidate (once per socket: `seen` holds their device
+/// and inode) and records the answer, until the deadline; the candidates
+/// not reached by then are named in `not_reached`.
+fn probe_all(host: &Host, cands: Vec<Candidate>, deadline: Instant, facts: &mut SocketFacts) {
+    facts.tried += cands.len();
+    let mut asked = 0usize;
     for c in cands {
         let real = host.path(&c.path);
         let Ok(meta) = std::fs::metadata(&real) else {
             continue;
         };
         // One socket reached by two names (catalog path and its mount) is probed once.
-        if !seen.insert((
+        if !facts.seen.insert((
             std::os::unix::fs::MetadataExt::dev(&meta),
             std::os::unix::fs::MetadataExt::ino(&meta),
         )) {
@@ -332,9 +330,27 @@ pub fn collect(host: &Host, mounts: Option<&MountFacts>, deadline: Instant) -> S
             continue;
         }
         if Instant::now() > deadline {
-            break;
+            facts
+                .not_reached
+                .push(c.path.to_string_lossy().into_owned());
+            continue;
         }
-        let (outcome, answer) = probe_socket(&real, c.api, deadline);
+        let searched = c.origin.starts_with("search:") && c.engine == "unknown";
+        if searched {
+            if asked >= MAX_SEARCHED {
+                facts
+                    .not_reached
+                    .push(c.path.to_string_lossy().into_owned());
+                continue;
+            }
+            asked += 1;
+        }
+        let ping = if searched {
+            SEARCH_PING_TIMEOUT
+        } else {
+            PING_TIMEOUT
+        };
+        let (outcome, answer) = probe_socket(&real, c.api, ping, deadline);
         let engine = match (&answer, c.engine.as_str()) {
             (Some(a), "unknown") if outcome == Outcome::Answered => a
                 .server
@@ -352,10 +368,214 @@ pub fn collect(host: &Host, mounts: Option<&MountFacts>, deadline: Instant) -> S
             answer,
         });
     }
+}
+
+/// The candidates for the sockets found under `origin`: those that bear an
+/// engine's socket name are that engine's until shown otherwise (silent or
+/// dead, still reported); the others are asked what they are.
+fn found_candidates(found: Vec<PathBuf>, origin: &str) -> Vec<Candidate> {
+    found
+        .into_iter()
+        .map(|p| {
+            let (engine, api) = named_like_engine(&p)
+                .map(|s| (s.engine.clone(), s.api))
+                .unwrap_or_else(|| ("unknown".into(), SocketApi::Http));
+            Candidate {
+                path: p,
+                engine,
+                api,
+                origin: origin.to_string(),
+            }
+        })
+        .collect()
+}
+
+/// The catalog's sockets, the environment's, and the catalog's paths inside
+/// host surfaces (/var/run/docker.sock of a host root at /host is
+/// /host/var/run/docker.sock, and of the host's /run bound at /host/var/run
+/// it is /host/var/run/docker.sock): looked up by name, no walk needed.
+fn named_candidates(
+    host: &Host,
+    mounts: Option<&MountFacts>,
+    facts: &mut SocketFacts,
+) -> Vec<Candidate> {
+    let mut cands = Vec::new();
+    for s in catalog::engine_sockets() {
+        for p in expand(host, &s.path) {
+            cands.push(Candidate {
+                path: p,
+                engine: s.engine.clone(),
+                api: s.api,
+                origin: "catalog".into(),
+            });
+        }
+    }
+    env_candidates(host, &mut cands, &mut facts.tcp_endpoints);
+    let Some(m) = mounts else { return cands };
+    for e in m.mounts.iter().filter(|e| e.reported()) {
+        let mp = &e.mount.mount_point;
+        if e.class == MountClass::Socket {
+            cands.push(Candidate {
+                path: mp.clone(),
+                engine: "unknown".into(),
+                api: SocketApi::Http,
+                origin: format!("host-mount:{}", mp.display()),
+            });
+            continue;
+        }
+        for s in catalog::engine_sockets() {
+            let inside: Option<String> = match e.class {
+                MountClass::HostRoot => Some(s.path.clone()),
+                MountClass::HostTmpfs => s
+                    .path
+                    .strip_prefix("/var/run/")
+                    .or_else(|| s.path.strip_prefix("/run/"))
+                    .map(str::to_string),
+                _ => None,
+            };
+            let Some(rel) = inside else { continue };
+            let pattern = format!(
+                "{}/{}",
+                mp.to_string_lossy().trim_end_matches('/'),
+                rel.trim_start_matches('/')
+            );
+            for p in expand(host, &pattern) {
+                cands.push(Candidate {
+                    path: p,
+                    engine: s.engine.clone(),
+                    api: s.api,
+                    origin: format!("host-mount:{}", mp.display()),
+                });
+            }
+        }
+    }
+    cands
+}
+
+/// In three rounds, each kept (`keep`) as it ends so that a probe cut by
+/// its deadline still reports what it had found: the sockets named by the
+/// catalog and the environment; the sockets under host mounts; the places
+/// sockets live (`socket_places`). Walks stop at two thirds of the time
+/// left, so what they find can still be asked; whatever is not reached is
+/// named (`not_reached`).
+pub fn collect(
+    host: &Host,
+    mounts: Option<&MountFacts>,
+    homes: &[PathBuf],
+    deadline: Instant,
+    keep: &dyn Fn(&SocketFacts),
+) -> SocketFacts {
+    let mut facts = SocketFacts::default();
+    let named = named_candidates(host, mounts, &mut facts);
+    probe_all(host, named, deadline, &mut facts);
+    keep(&facts);
+
+    let left = deadline.saturating_duration_since(Instant::now());
+    let walk_deadline = Instant::now() + left.mul_f32(0.66);
+    let walks: Vec<PathBuf> = mounts
+        .into_iter()
+        .flat_map(|m| &m.mounts)
+        .filter(|e| e.reported() && e.contents.file_type == "dir")
+        // "/" as the host root is the machine's own, seen from a sandbox:
+        // the places below are where its sockets live.
+        .filter(|e| !(e.class == MountClass::HostRoot && e.mount.mount_point == Path::new("/")))
+        .filter(|e| {
+            matches!(
+                e.class,
+                MountClass::HostBind
+                    | MountClass::HostRoot
+                    | MountClass::Workspace
+                    | MountClass::HostTmpfs
+                    | MountClass::ContainerRootfs
+                    | MountClass::Unknown
+            )
+        })
+        .map(|e| e.mount.mount_point.clone())
+        .collect();
+    for mp in walks {
+        if Instant::now() > walk_deadline {
+            facts
+                .not_reached
+                .push(format!("the host mount {}", mp.display()));
+            continue;
+        }
+        let origin = format!("host-mount:{}", mp.display());
+        let w = search_one(
+            host,
+            &mp,
+            (WALK_DEPTH - 1, false),
+            &origin,
+            (walk_deadline, deadline),
+            &mut facts,
+        );
+        if w.truncated {
+            facts.walk_truncated.push(w.mount_point.clone());
+        }
+        facts.walks.push(w);
+        keep(&facts);
+    }
+
+    let mut searched_dirs = BTreeSet::new();
+    for (place, depth) in socket_places(host, homes) {
+        // /var/run is usually a link to /run: a root that is a link is
+        // followed by the walk, and the same directory is searched once.
+        let Ok(meta) = std::fs::metadata(host.path(&place)) else {
+            continue;
+        };
+        if !meta.is_dir()
+            || !searched_dirs.insert((
+                std::os::unix::fs::MetadataExt::dev(&meta),
+                std::os::unix::fs::MetadataExt::ino(&meta),
+            ))
+        {
+            continue;
+        }
+        if Instant::now() > walk_deadline {
+            facts.not_reached.push(place.to_string_lossy().into_owned());
+            continue;
+        }
+        let origin = format!("search:{}", place.display());
+        let w = search_one(
+            host,
+            &place,
+            (depth, true),
+            &origin,
+            (walk_deadline, deadline),
+            &mut facts,
+        );
+        facts.searched.push(w);
+        keep(&facts);
+    }
     facts
 }
 
-fn probe_socket(path: &Path, api: SocketApi, deadline: Instant) -> (Outcome, Option<EngineAnswer>) {
+/// One root searched for sockets (`how`: the depth, and whether it is one
+/// of the places sockets live) until the first deadline, and what it found
+/// asked until the second; the walk's record.
+fn search_one(
+    host: &Host,
+    root: &Path,
+    how: (usize, bool),
+    origin: &str,
+    (walk_deadline, deadline): (Instant, Instant),
+    facts: &mut SocketFacts,
+) -> SocketWalk {
+    let mut found = Vec::new();
+    let (complete, entries) = walk_for_sockets(host, root, how.0, how.1, walk_deadline, &mut found);
+    probe_all(host, found_candidates(found, origin), deadline, facts);
+    SocketWalk {
+        mount_point: root.to_string_lossy().into_owned(),
+        entries,
+        truncated: !complete,
+    }
+}
+
+fn probe_socket(
+    path: &Path,
+    api: SocketApi,
+    ping_timeout: Duration,
+    deadline: Instant,
+) -> (Outcome, Option<EngineAnswer>) {
     let stream = match connect_unix(path) {
         Ok(s) => s,
         Err(Errno::ECONNREFUSED) => return (Outcome::Refused, None),
@@ -368,7 +588,7 @@ fn probe_socket(path: &Path, api: SocketApi, deadline: Instant) -> (Outcome, Opt
         return (Outcome::Accepted, None);
     }
     let mut ans = EngineAnswer::default();
-    let ping = match http_get(path, "/_ping", PING_TIMEOUT, deadline) {
+    let ping = match http_get(path, "/_ping", ping_timeout, deadline) {
         Ok(r) => r,
         Err(e) => {
             ans.error = Some(e.to_string());
@@ -506,6 +726,12 @@ fn named_like_engine(p: &Path) -> Option<&'static catalog::EngineSocket> {
 }
 
 fn is_engine(p: &SocketProbe) -> bool {
+    // Found by the places search: an engine only by what it answered (a
+    // dead docker.sock left in /tmp is nobody's engine).
+    if p.origin.starts_with("search:") {
+        return matches!(p.outcome, Outcome::Answered)
+            || (p.outcome == Outcome::Accepted && p.engine != "unknown");
+    }
     p.origin == "catalog"
         || p.origin.starts_with("env:")
         || p.outcome == Outcome::Answered
@@ -589,6 +815,24 @@ pub fn evaluate(f: &SocketFacts) -> Vec<Finding> {
             .with("variable", var.clone())
             .with("endpoint", url.clone())
             .with("connected", false),
+        );
+    }
+    if !f.not_reached.is_empty() {
+        let n = f.not_reached.len();
+        let shown: Vec<&str> = f.not_reached.iter().take(10).map(String::as_str).collect();
+        out.push(
+            Finding::new(
+                "probe.incomplete",
+                "sockets:not-reached",
+                format!(
+                    "the probe's deadline came before {n} socket(s) or place(s) were looked at: {}{}; the sockets found before are reported",
+                    shown.join(", "),
+                    if n > shown.len() { ", …" } else { "" }
+                ),
+            )
+            .unknown()
+            .with("probe", "sockets")
+            .with("not_reached", f.not_reached.iter().take(50).cloned().collect::<Vec<_>>()),
         );
     }
     for mp in &f.walk_truncated {

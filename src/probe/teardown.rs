@@ -149,7 +149,7 @@ pub fn persistent_locations(mounts: &MountFacts) -> Vec<Location> {
     mounts
         .mounts
         .iter()
-        .filter(|e| e.within.is_none())
+        .filter(|e| e.reported())
         .filter_map(|e| {
             let class = class_name(e)?;
             (e.contents.file_type == "dir" || e.class == MountClass::Volume).then(|| Location {

@@ -59,9 +59,79 @@ fn expand_one_star(host: &Host, pattern: &str) -> Vec<String> {
         .collect()
 }
 
+/// CAP_SYS_ADMIN's bit in /proc/self/status CapEff.
+const CAP_SYS_ADMIN: u32 = 21;
+
+/// Why the kernel refuses a write to `k` whatever access(2) says, or None
+/// when nothing beyond the file's permissions is known to stand in the way.
+fn refused(
+    k: &catalog::KernelInterface,
+    path: &str,
+    mounts: Option<&MountFacts>,
+    initial_user_ns: Option<bool>,
+    cap_sys_admin: Option<bool>,
+) -> Option<String> {
+    // The mount the path is on, as the table says: read-only there is
+    // refused whatever access(2) says of a fixture tree's files (the live
+    // system's access(2) says EROFS itself).
+    let on = mounts.and_then(|m| {
+        m.mounts
+            .iter()
+            .filter(|e| !e.hidden && Path::new(path).starts_with(&e.mount.mount_point))
+            .max_by_key(|e| e.mount.mount_point.as_os_str().len())
+    });
+    if let Some(e) = on.filter(|e| e.read_only) {
+        return Some(format!(
+            "on the read-only mount {}",
+            e.mount.mount_point.display()
+        ));
+    }
+    if let (Some(fs), Some(m)) = (&k.filesystem, mounts) {
+        let served = m
+            .mounts
+            .iter()
+            .any(|e| &e.mount.fstype == fs && Path::new(path).starts_with(&e.mount.mount_point));
+        if !served {
+            return Some(format!(
+                "no {fs} is mounted at {path}: an empty directory of the filesystem above it, not the interface"
+            ));
+        }
+    }
+    if k.needs.as_deref() == Some("cap-sys-admin-initial-userns") {
+        if initial_user_ns == Some(false) {
+            return Some(
+                "the kernel takes a write only from CAP_SYS_ADMIN in the initial user namespace; this process is in a user namespace of its own"
+                    .into(),
+            );
+        }
+        if cap_sys_admin == Some(false) {
+            return Some(
+                "the kernel takes a write only from CAP_SYS_ADMIN in the initial user namespace; this process does not hold CAP_SYS_ADMIN"
+                    .into(),
+            );
+        }
+    }
+    None
+}
+
+/// Whether CapEff holds CAP_SYS_ADMIN, from the root path's
+/// /proc/self/status; None when it cannot be read.
+fn holds_cap_sys_admin(host: &Host) -> Option<bool> {
+    let status = host.read("/proc/self/status").ok()?;
+    let hex = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))?
+        .trim();
+    let eff = u64::from_str_radix(hex, 16).ok()?;
+    Some(eff & (1 << CAP_SYS_ADMIN) != 0)
+}
+
+/// `initial_user_ns` is the boundary's (src/facts/boundary.rs): None when
+/// it is unknown.
 pub fn collect(
     host: &Host,
     mounts: Option<&MountFacts>,
+    initial_user_ns: Option<bool>,
     write_test: Option<(&Cleanup, &str)>,
 ) -> WritableFacts {
     let mut f = WritableFacts::default();
@@ -72,7 +142,7 @@ pub fn collect(
             if !matches!(
                 e.class,
                 MountClass::HostBind | MountClass::HostRoot | MountClass::HostTmpfs
-            ) || e.within.is_some()
+            ) || !e.reported()
             {
                 continue;
             }
@@ -103,9 +173,16 @@ pub fn collect(
             .find(|e| e.class == MountClass::RootFs)
             .is_some_and(|e| e.read_only);
     }
+    let cap_sys_admin = holds_cap_sys_admin(host);
     for k in catalog::kernel_interfaces() {
         for path in expand_one_star(host, &k.path) {
+            let why_not = refused(k, &path, mounts, initial_user_ns, cap_sys_admin);
             match host.access(&path, AccessFlags::W_OK) {
+                Ok(()) if why_not.is_some() => f.kernel_interfaces.push(KernelInterfaceState {
+                    path,
+                    writable: false,
+                    error: why_not,
+                }),
                 Ok(()) => f.kernel_interfaces.push(KernelInterfaceState {
                     path,
                     writable: true,
@@ -119,6 +196,16 @@ pub fn collect(
                 }),
             }
         }
+    }
+    // Where "/" is the machine's own root (a sandbox over it), writing it
+    // is writing a host path, said above; there is no image to drift.
+    let root_is_host = mounts.is_some_and(|m| {
+        m.mounts
+            .iter()
+            .any(|e| e.class == MountClass::HostRoot && e.mount.mount_point == Path::new("/"))
+    });
+    if root_is_host {
+        return f;
     }
     f.rootfs_writable = host.access("/", AccessFlags::W_OK).is_ok();
     if let Some((cleanup, run_id)) = write_test {

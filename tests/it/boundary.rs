@@ -616,3 +616,385 @@ fn a_tree_without_environ_is_not_assessed_where_with_one_it_scores_two() {
     // 0 stays certain: what was seen without the environment still counts.
     assert_eq!(control(&r, "engine-socket")["score"], 0);
 }
+
+// ---------------------------------------------------------------------------
+// Sandboxes on the host's kernel (issue 29): captures made on this project's
+// test machine inside bubblewrap, firejail, unshare and systemd-nspawn.
+
+/// A tree from one sandbox capture: its mount table, status, uid_map,
+/// cgroup, namespace links, PID 1's program and $container. Where the
+/// capture's root is the machine's own, the tree is a machine's root: etc,
+/// usr, a user's home, /root, a /.dockerenv the machine has, an empty
+/// /sys/kernel/security with no securityfs behind it, and cgroup v1
+/// release_agent files access(2) calls writable.
+fn sandbox_tree(name: &str) -> Fixture {
+    has_source(name);
+    let f = Fixture::bare(name);
+    for (to, from) in [
+        ("proc/self/mountinfo", "mountinfo"),
+        ("proc/self/status", "status"),
+        ("proc/self/uid_map", "uid_map"),
+        ("proc/self/cgroup", "cgroup"),
+    ] {
+        f.file(to, &capture(name, from));
+    }
+    f.file(
+        "proc/1/cmdline",
+        &format!("{}\0--some-flag\0", capture(name, "pid1").trim()),
+    );
+    let container = capture(name, "container");
+    let mut env = String::from("PATH=/usr/bin:/bin\0HOME=/root\0");
+    if !container.trim().is_empty() {
+        env.push_str(&format!("container={}\0", container.trim()));
+    }
+    f.file("proc/self/environ", &env);
+    f.file("proc/sys/kernel/cap_last_cap", "40\n");
+    ns_links(&f, &capture(name, "ns"));
+    f.dir("dev");
+    // The machine's own root has one (this project's test machine does);
+    // a directory root of its own does not.
+    let root_line = capture(name, "mountinfo")
+        .lines()
+        .rev()
+        .find(|l| l.split(' ').nth(4) == Some("/"))
+        .map(str::to_string)
+        .unwrap_or_default();
+    if root_line.split(' ').nth(3) == Some("/") {
+        f.file(".dockerenv", "");
+    }
+    f.dir("usr/bin");
+    f.file(
+        "etc/passwd",
+        "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/bash\n",
+    );
+    f.file("home/alice/.bashrc", "");
+    f.file("home/alice/.profile", "");
+    f.dir("root");
+    f.dir("sys/kernel/security");
+    for c in ["memory", "pids", "devices"] {
+        f.file(&format!("sys/fs/cgroup/{c}/release_agent"), "\n");
+    }
+    f
+}
+
+/// What a sandbox must never be charged with: the machine's /.dockerenv as
+/// its engine, release_agent and an empty /sys/kernel/security as
+/// writable interfaces, the same finding twice.
+fn lacks_sandbox_false_alarms(r: &Run) {
+    let b = boundary(r);
+    assert_ne!(b["engine"], "docker", "{b:#}");
+    assert_ne!(b["runtime"], "runc/crun", "{b:#}");
+    for (c, s) in r.pairs() {
+        assert!(
+            !(c == "write.kernel-interface"
+                && (s.ends_with("/release_agent") || s == "/sys/kernel/security")),
+            "{c} {s}: {:#?}",
+            r.pairs()
+        );
+    }
+    let mut ids: Vec<&str> = r
+        .findings()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    let n = ids.len();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "a finding id twice: {:#?}", r.pairs());
+}
+
+#[test]
+fn bubblewrap_over_the_machine_root_is_bubblewrap_and_its_root_is_the_host_root() {
+    let f = sandbox_tree("bubblewrap-machine-root");
+    let r = f.run(&[]);
+    let b = boundary(&r);
+    assert_eq!(b["kind"], "container", "{b:#}");
+    assert_eq!(b["engine"], "bubblewrap", "{b:#}");
+    assert_eq!(b["runtime"], "bubblewrap");
+    assert_eq!(b["rootless"], false, "uid 0 maps to the caller, root");
+    assert_eq!(b["machine_root"], true);
+    lacks_sandbox_false_alarms(&r);
+    // The machine's root, read-only: high, naming the homes below it.
+    let hr = r.find("mount.host-root", "/");
+    assert_eq!(hr["severity"], "high", "{hr:#}");
+    let homes: Vec<&str> = hr["evidence"]["homes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    assert_eq!(homes, ["/home/alice", "/root"], "{hr:#}");
+    // The machine's own mounts below it (its /var/lib/docker, bound onto
+    // itself) are part of it, and nothing calls the root the image's.
+    assert!(
+        !r.has("mount.unexpected", "/var/lib/docker"),
+        "{:#?}",
+        r.pairs()
+    );
+    assert!(!r.has("write.rootfs", "/"));
+    // The /.dockerenv is in the evidence, said to be the machine's.
+    let de = b["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["source"] == "/.dockerenv")
+        .unwrap();
+    assert!(
+        de["means"].as_str().unwrap().contains("machine's file"),
+        "{de}"
+    );
+}
+
+#[test]
+fn bubblewrap_started_by_a_user_is_rootless_and_still_sees_the_host_root() {
+    let f = sandbox_tree("bubblewrap-user");
+    let r = f.run(&[]);
+    let b = boundary(&r);
+    assert_eq!(
+        (&b["kind"], &b["engine"], &b["runtime"], &b["rootless"]),
+        (
+            &"container".into(),
+            &"bubblewrap".into(),
+            &"bubblewrap".into(),
+            &true.into()
+        ),
+        "{b:#}"
+    );
+    assert!(r.has("mount.host-root", "/"));
+    lacks_sandbox_false_alarms(&r);
+}
+
+#[test]
+fn a_narrow_bubblewrap_view_is_bubblewrap_by_its_new_root_and_no_host_root() {
+    let f = sandbox_tree("bubblewrap-narrow");
+    // bwrap with --unshare-pid is PID 1; without, its /newroot tmpfs says it.
+    f.file("proc/1/cmdline", "/usr/lib/systemd/systemd\0");
+    let r = f.run(&[]);
+    let b = boundary(&r);
+    assert_eq!(b["engine"], "bubblewrap", "{b:#}");
+    assert_eq!(b["runtime"], "bubblewrap");
+    assert!(b.get("machine_root").is_none(), "{b:#}");
+    assert!(!r.has_code("mount.host-root"), "{:#?}", r.pairs());
+    // What it binds from the machine is a host path, as any bind is.
+    assert!(r.has("mount.unexpected", "/usr"), "{:#?}", r.pairs());
+    lacks_sandbox_false_alarms(&r);
+}
+
+#[test]
+fn firejail_is_firejail_its_masks_are_its_own_and_repeated_mounts_say_one_thing() {
+    let name = "firejail";
+    let f = sandbox_tree(name);
+    let r = f.run(&[]);
+    let b = boundary(&r);
+    assert_eq!(b["kind"], "container", "{b:#}");
+    assert_eq!(b["engine"], "firejail", "{b:#}");
+    assert_eq!(b["runtime"], "firejail");
+    assert_eq!(b["rootless"], false);
+    lacks_sandbox_false_alarms(&r);
+    // The machine's root, writable as root here: critical.
+    assert_eq!(r.find("mount.host-root", "/")["severity"], "critical");
+    // Not one of firejail's masks (20 in the capture), nor the machine's
+    // /etc, /usr, /var bound read-only onto themselves, is a host mount of
+    // its own; /var/lib/docker, listed three times, not once.
+    let mi = capture(name, "mountinfo");
+    let masks = mi.matches("/firejail/firejail.ro.").count();
+    assert!(masks >= 20, "{masks}");
+    for (c, s) in r.pairs() {
+        assert!(
+            !(c.starts_with("mount.")
+                && c != "mount.host-root"
+                && c != "mount.workspace-missing"
+                && c != "mount.container-rootfs"),
+            "{c} {s}: {:#?}",
+            r.pairs()
+        );
+    }
+    let table = r.json["inventory"]["mounts"]["mounts"].as_array().unwrap();
+    let mask = table
+        .iter()
+        .find(|m| m["mount_point"] == "/proc/sys/kernel/core_pattern")
+        .unwrap();
+    assert_eq!(mask["class"], "engine-managed", "{mask:#}");
+    assert_eq!(mask["managed"]["by"], "firejail");
+}
+
+#[test]
+fn a_bare_unshare_over_the_machine_root_is_unshare() {
+    let f = sandbox_tree("unshare-map-root");
+    let r = f.run(&[]);
+    let b = boundary(&r);
+    assert_eq!(b["kind"], "container", "{b:#}");
+    assert_eq!(b["engine"], "unshare", "{b:#}");
+    assert_eq!(b["runtime"], "unshare");
+    assert_eq!(b["rootless"], false);
+    // The capture's / is rw and this is root: the host root, writable.
+    assert_eq!(r.find("mount.host-root", "/")["severity"], "critical");
+    assert!(r.has("write.host-path", "/"));
+    lacks_sandbox_false_alarms(&r);
+    // What the kernel refuses is in the facts with why.
+    let ki = r.json["inventory"]["writable"]["kernel_interfaces"]
+        .as_array()
+        .unwrap();
+    let ra = ki
+        .iter()
+        .find(|k| k["path"] == "/sys/fs/cgroup/memory/release_agent")
+        .unwrap();
+    assert_eq!(ra["writable"], false);
+    assert!(
+        ra["error"]
+            .as_str()
+            .unwrap()
+            .contains("initial user namespace"),
+        "{ra}"
+    );
+    let sec = ki
+        .iter()
+        .find(|k| k["path"] == "/sys/kernel/security")
+        .unwrap();
+    assert!(
+        sec["error"].as_str().unwrap().contains("no securityfs"),
+        "{sec}"
+    );
+}
+
+#[test]
+fn nspawn_with_and_without_a_user_namespace_owns_its_run_host_binds() {
+    for (name, rootless) in [
+        ("systemd-nspawn-252", false),
+        ("systemd-nspawn-252-userns", true),
+    ] {
+        let f = sandbox_tree(name);
+        let r = f.run(&[]);
+        let b = boundary(&r);
+        assert_eq!(b["kind"], "container", "{name}: {b:#}");
+        assert_eq!(b["engine"], "systemd-nspawn", "{name}");
+        assert_eq!(b["runtime"], "systemd-nspawn", "{name}");
+        assert_eq!(b["rootless"], rootless, "{name}");
+        for p in ["/run/host/incoming", "/run/host/os-release"] {
+            assert!(!r.has("mount.unexpected", p), "{name}: {:#?}", r.pairs());
+        }
+        assert!(
+            !r.has_code("mount.host-root"),
+            "{name}: a directory root is not the host's"
+        );
+        lacks_sandbox_false_alarms(&r);
+    }
+}
+
+/// The real things beside the false alarms: in the machine's initial user
+/// namespace with CAP_SYS_ADMIN (a privileged container), a writable
+/// release_agent is reported, and so is /sys/kernel/security where
+/// securityfs is mounted there.
+#[test]
+fn release_agent_and_securityfs_are_still_reported_where_they_are_real() {
+    let mi = format!(
+        "{}200 83 0:7 / /sys/kernel/security rw,nosuid,nodev,noexec,relatime - securityfs securityfs rw\n",
+        data("privileged.mountinfo")
+    );
+    let f = Fixture::container("realra", &mi, &data("privileged.status"));
+    let mut ns: Vec<(&str, u64)> = PRIVATE_NS.to_vec();
+    ns.retain(|(n, _)| *n != "user");
+    ns.push(("user", 0xEFFF_FFFD));
+    f.ns(&ns);
+    f.file("sys/fs/cgroup/memory/release_agent", "\n");
+    f.dir("sys/kernel/security");
+    let r = f.run(&[]);
+    assert_eq!(
+        r.find(
+            "write.kernel-interface",
+            "/sys/fs/cgroup/memory/release_agent"
+        )["severity"],
+        "critical"
+    );
+    assert!(
+        r.has("write.kernel-interface", "/sys/kernel/security"),
+        "{:#?}",
+        r.pairs()
+    );
+    // The same tree in a user namespace of its own: neither.
+    let mut ns: Vec<(&str, u64)> = PRIVATE_NS.to_vec();
+    ns.retain(|(n, _)| *n != "user");
+    ns.push(("user", 4026532600));
+    f.ns(&ns);
+    let r = f.run(&[]);
+    assert!(
+        !r.has(
+            "write.kernel-interface",
+            "/sys/fs/cgroup/memory/release_agent"
+        ),
+        "{:#?}",
+        r.pairs()
+    );
+}
+
+/// Keys Debian packages ship as examples and test data are package data
+/// (one secret.package-data per package tree), where a key in a home is
+/// still a credential; the engine's storage of other containers bound in
+/// is not searched at all, and the homes are searched first.
+#[test]
+fn package_example_keys_are_package_data_and_engine_storage_is_not_searched() {
+    let pem = |tag: &str| {
+        format!(
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEow{tag}AAKCAQEA\n-----END RSA PRIVATE KEY-----\n"
+        )
+    };
+    let mi = format!(
+        "{}300 1 8:1 /usr /usr ro,relatime - ext4 /dev/sda1 rw\n301 1 8:1 /var/lib/docker /var/lib/docker rw,relatime - ext4 /dev/sda1 rw\n",
+        data("plain.mountinfo")
+    );
+    let f = Fixture::container("pkgdata", &mi, &data("plain.status"));
+    f.file(
+        "usr/share/doc/libxmlsec1-dev/examples/rsakey.pem",
+        &pem("doc"),
+    );
+    f.file("usr/lib/go-1.19/VERSION", "go1.19.8\n");
+    f.file(
+        "usr/lib/go-1.19/src/crypto/tls/testdata/example-key.pem",
+        &pem("go"),
+    );
+    f.dir("usr/lib/google-cloud-sdk/lib/googlecloudsdk");
+    f.file(
+        "usr/lib/google-cloud-sdk/platform/gsutil/third_party/google-auth-library-python/tests/data/privatekey.pem",
+        &pem("gcloud"),
+    );
+    f.file(
+        "var/lib/docker/overlay2/abc/diff/root/.ssh/id_rsa",
+        &pem("layer"),
+    );
+    f.file("etc/passwd", "root:x:0:0:root:/root:/bin/sh\n");
+    f.file("root/.ssh/id_rsa", &pem("home"));
+    let r = f.run(&[]);
+    assert!(
+        r.has("secret.file", "/root/.ssh/id_rsa"),
+        "{:#?}",
+        r.pairs()
+    );
+    for (c, s) in r.pairs() {
+        assert!(
+            !(c == "secret.file" && (s.starts_with("/usr/") || s.starts_with("/var/lib/docker"))),
+            "{c} {s}: {:#?}",
+            r.pairs()
+        );
+    }
+    for tree in [
+        "/usr/share/doc/libxmlsec1-dev",
+        "/usr/lib/go-1.19",
+        "/usr/lib/google-cloud-sdk",
+    ] {
+        assert!(
+            r.has("secret.package-data", tree),
+            "{tree}: {:#?}",
+            r.pairs()
+        );
+    }
+    let roots: Vec<&str> = r.json["inventory"]["secrets"]["search"]["roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["path"].as_str().unwrap())
+        .collect();
+    assert!(!roots.contains(&"/var/lib/docker"), "{roots:?}");
+    let home = roots.iter().position(|x| *x == "/root").unwrap();
+    let usr = roots.iter().position(|x| *x == "/usr").unwrap();
+    assert!(home < usr, "the homes first: {roots:?}");
+}

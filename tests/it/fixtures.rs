@@ -368,6 +368,120 @@ fn engine_sockets_answering_dead_and_silent() {
     assert!(!r.has("engine.socket-reachable", "/run/podman/podman.sock"));
 }
 
+/// Issue 29: an engine API is found by what it is, not only by catalog
+/// path: the places sockets live are searched, each socket asked /_ping.
+/// What is known not to be an engine is never asked, and a dead socket
+/// found there (named like one or not) is nobody's engine.
+#[test]
+fn an_engine_outside_the_catalog_is_found_where_sockets_live() {
+    let f = Fixture::container("search", &data("plain.mountinfo"), &data("plain.status"));
+    for d in [
+        "tmp/podman-svc",
+        "run/user/1000/svc",
+        "run/systemd",
+        "tmp/old",
+    ] {
+        f.dir(d);
+    }
+    let answer = Some(r#"{"Version":"5.0.3","Components":[{"Name":"Podman Engine"}]}"#);
+    serve(
+        UnixListener::bind(f.path("tmp/podman-svc/api.sock")).unwrap(),
+        answer,
+        Duration::from_secs(20),
+    );
+    serve(
+        UnixListener::bind(f.path("run/user/1000/svc/engine")).unwrap(),
+        answer,
+        Duration::from_secs(20),
+    );
+    // systemd's private socket: passed by, never asked (it would answer
+    // here, as a test's listener does).
+    serve(
+        UnixListener::bind(f.path("run/systemd/private")).unwrap(),
+        answer,
+        Duration::from_secs(20),
+    );
+    drop(UnixListener::bind(f.path("tmp/old/docker.sock")).unwrap());
+    serve(
+        UnixListener::bind(f.path("tmp/old/app.sock")).unwrap(),
+        None,
+        Duration::from_secs(20),
+    );
+    let r = f.run(&[]);
+    for p in ["/tmp/podman-svc/api.sock", "/run/user/1000/svc/engine"] {
+        let e = r.find("engine.socket-reachable", p);
+        assert_eq!(e["evidence"]["outcome"], "answered", "{e:#}");
+        assert!(
+            e["evidence"]["origin"]
+                .as_str()
+                .unwrap()
+                .starts_with("search:"),
+            "{e:#}"
+        );
+        assert_eq!(e["evidence"]["answer"]["version"], "5.0.3");
+    }
+    for p in [
+        "/run/systemd/private",
+        "/tmp/old/docker.sock",
+        "/tmp/old/app.sock",
+    ] {
+        assert!(
+            !r.pairs()
+                .iter()
+                .any(|(c, s)| c.starts_with("engine.") && s == p),
+            "{p}: {:#?}",
+            r.pairs()
+        );
+    }
+    let asked: Vec<&str> = r.json["inventory"]["sockets"]["sockets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["path"].as_str().unwrap())
+        .collect();
+    assert!(!asked.contains(&"/run/systemd/private"), "{asked:?}");
+}
+
+/// Issue 29: a sockets probe that runs out of time keeps what it found
+/// (the catalog's sockets are asked first) and says what it did not reach.
+#[test]
+fn the_sockets_probe_keeps_what_it_found_and_names_what_it_did_not_reach() {
+    let f = Fixture::container(
+        "notreached",
+        &data("plain.mountinfo"),
+        &data("plain.status"),
+    );
+    f.dir("var/run");
+    serve(
+        UnixListener::bind(f.path("var/run/docker.sock")).unwrap(),
+        Some(r#"{"Version":"99.1"}"#),
+        Duration::from_secs(30),
+    );
+    // Forty sockets that take a connection and never answer: 300 ms each,
+    // more than the run's 3 s leave.
+    for i in 0..40 {
+        let d = format!("tmp/s{i:02}");
+        f.dir(&d);
+        serve(
+            UnixListener::bind(f.path(&format!("{d}/svc.sock"))).unwrap(),
+            None,
+            Duration::from_secs(30),
+        );
+    }
+    let r = f.run(&["--timeout", "3s"]);
+    let e = r.find("engine.socket-reachable", "/var/run/docker.sock");
+    assert_eq!(e["evidence"]["answer"]["version"], "99.1");
+    let nr = r.find("probe.incomplete", "sockets:not-reached");
+    assert_eq!(nr["status"], "unknown");
+    let left = nr["evidence"]["not_reached"].as_array().unwrap();
+    assert!(!left.is_empty(), "{nr:#}");
+    assert!(
+        left.iter()
+            .all(|p| p.as_str().unwrap().starts_with("/tmp/s")),
+        "{nr:#}"
+    );
+}
+
 #[test]
 fn an_http_socket_that_never_answers_is_bounded() {
     let f = Fixture::container("silent", &data("plain.mountinfo"), &data("plain.status"));

@@ -43,6 +43,7 @@ mod proxies;
 mod quiet;
 mod registry;
 mod repro_artifacts;
+mod sandboxes;
 mod secrets;
 mod secrets_hostile;
 mod sentences;

@@ -228,6 +228,23 @@ pub fn shape(m: &Mount) -> Option<Shape> {
             return managed("systemd-nspawn", "incoming", None);
         }
     }
+    // systemd 249 and later: the propagation directory at
+    // /run/host/incoming, and the host's os-release at /run/host/os-release
+    // (from /etc/os-release or /usr/lib/os-release).
+    if mp == "/run/host/incoming" && root.contains("/systemd/nspawn/propagate/") {
+        return managed("systemd-nspawn", "incoming", None);
+    }
+    if mp == "/run/host/os-release" && root.ends_with("/os-release") {
+        return managed("systemd-nspawn", "os-release", None);
+    }
+    // firejail: its masks (an empty read-only file or directory bound over
+    // what it hides) and its own runtime directory, /run/firejail.
+    if is_firejail_mask(&root) {
+        return managed("firejail", "mask", None);
+    }
+    if mp.starts_with("/run/firejail/") {
+        return managed("firejail", mp.trim_start_matches("/run/firejail/"), None);
+    }
     // gVisor's gofer: every bind is 9p over a file descriptor, root "/".
     if is_gofer(m) && root == "/" && ENGINE_FILE_POINTS.contains(&mp.as_ref()) {
         return managed("runsc", mp.rsplit('/').next().unwrap_or(""), None);
@@ -250,6 +267,12 @@ pub fn shape(m: &Mount) -> Option<Shape> {
         return managed(by, "init", None);
     }
     shape_of_root(&root)
+}
+
+/// firejail's masking file or directory (field 4 relative to whatever
+/// holds /run: the root disk, or a tmpfs /run).
+pub fn is_firejail_mask(root: &str) -> bool {
+    root.ends_with("/firejail/firejail.ro.dir") || root.ends_with("/firejail/firejail.ro.file")
 }
 
 /// A mount of Sysbox's sysbox-fs, the FUSE daemon that emulates parts of

@@ -291,9 +291,19 @@ pub fn collect(
             budget: ROOT_BUDGET,
         });
     }
+    // The homes (and /root) before any other mount: credentials are
+    // there, and a large host mount walked first could spend the time.
+    roots.extend(homes.iter().cloned());
     if let Some(m) = mounts {
-        for e in &m.mounts {
+        for e in m.mounts.iter().filter(|e| e.walked()) {
             let mp = &e.mount.mount_point;
+            // An engine's storage of other containers (/var/lib/docker
+            // bound in) is other workspaces' data: not searched.
+            if crate::catalog::pruned_path(crate::catalog::Walk::Credentials, mp)
+                || crate::catalog::pruned_path(crate::catalog::Walk::Credentials, &e.mount.root)
+            {
+                continue;
+            }
             let (origin, alias) = match e.class {
                 MountClass::HostBind | MountClass::Workspace => (
                     format!("host-mount:{}", mp.display()),
@@ -318,7 +328,6 @@ pub fn collect(
             }
         }
     }
-    roots.extend(homes.iter().cloned());
     let mut walker = search.walker();
     for r in &roots {
         search.walk(&mut walker, r);
@@ -351,7 +360,7 @@ pub fn collect(
     let host_dirs = mounts
         .into_iter()
         .flat_map(|m| &m.mounts)
-        .filter(|e| e.class == MountClass::HostBind)
+        .filter(|e| e.class == MountClass::HostBind && e.walked())
         .filter(|e| host.path(&e.mount.mount_point).is_dir())
         .map(|e| {
             (

@@ -219,7 +219,11 @@ pub struct PodmanService {
 
 impl PodmanService {
     pub fn start() -> PodmanService {
-        let sock = TempPath::file("api", ".sock");
+        PodmanService::start_at(TempPath::file("api", ".sock"))
+    }
+
+    /// The service on the socket `sock` (removed with it).
+    pub fn start_at(sock: TempPath) -> PodmanService {
         let child = podman()
             .args(["system", "service", "--time=0"])
             .arg(format!("unix://{}", sock.arg()))

@@ -29,6 +29,7 @@ mod engines;
 mod feature;
 mod fixtures;
 mod fuzz_regressions;
+mod gate;
 mod helpers;
 mod hostile_fs;
 mod hostile_scale;

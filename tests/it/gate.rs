@@ -611,3 +611,98 @@ fn the_command_inherits_the_callers_signals_descriptors_and_environment_less_the
     let rep = fs::read(&attest).unwrap();
     assert_eq!(leaks(&rep, &pats), Vec::<String>::new());
 }
+
+/// A signal sent before the command starts is selfprobe's: it ends the run
+/// as any run (128 + N, its files removed) and the command never starts.
+/// One sent after is the command's (here a shell that traps SIGTERM and
+/// exits 42). The signal is never lost between the two, whenever it lands:
+/// it is sent at times spread over the whole run, hand-over included.
+#[test]
+fn a_signal_is_selfprobes_before_the_start_and_the_commands_after_never_lost() {
+    use nix::sys::signal::{kill, signal, SigHandler, Signal};
+    use nix::unistd::Pid;
+    use std::os::unix::process::ExitStatusExt;
+    let f = Fixture::many_mounts("gate-sig", "mnt", "m", 100);
+    let d = TempPath::dir("gate-sig").unwrap();
+    let marker = d.path.join("ran");
+    let report = d.path.join("report.json");
+    let script = format!(
+        "trap 'exit 42' TERM; touch {}; sleep 5 & wait $!; exit 0",
+        marker.display()
+    );
+    let start = || {
+        let mut c = Command::new(BIN);
+        c.arg("--root")
+            .arg(&f.dir)
+            .args([
+                "--fail-on",
+                "none",
+                "--write-test",
+                "--format",
+                "json",
+                "-o",
+            ])
+            .arg(&report)
+            .args(["--", "sh", "-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // SAFETY: signal(2) is async-signal-safe, the only call made
+        // between fork and exec: SIGTERM at its default, whatever the
+        // runner inherited.
+        unsafe {
+            c.pre_exec(|| {
+                signal(Signal::SIGTERM, SigHandler::SigDfl)?;
+                Ok(())
+            });
+        }
+        c.spawn().unwrap()
+    };
+    // How long the run takes here before the command starts.
+    let t = Instant::now();
+    let mut child = start();
+    while !marker.exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the command never started"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let run = t.elapsed();
+    let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+    assert_eq!(child.wait().unwrap().code(), Some(42), "the command's trap");
+
+    let (mut before, mut between, mut after) = (0, 0, 0);
+    for round in 0..24u32 {
+        let _ = fs::remove_file(&marker);
+        let mut child = start();
+        std::thread::sleep(run * round / 16);
+        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+        let status = child.wait().unwrap();
+        let ran = marker.exists();
+        match (status.code(), status.signal()) {
+            (Some(143), _) => {
+                assert!(!ran, "round {round}: exit 143, yet the command ran");
+                before += 1;
+            }
+            // In the instant between the hand-over and execve, or before
+            // the shell set its trap: the default action, as the command
+            // would have it.
+            (None, Some(15)) => between += 1,
+            (Some(42), _) => {
+                assert!(ran, "round {round}: 42 without the command");
+                after += 1;
+            }
+            other => {
+                panic!("round {round}: {other:?} (marker {ran}): the signal was lost or misread")
+            }
+        }
+        let left = crate::signals::named(&f.dir, ".selfprobe-write-test-");
+        assert!(left.is_empty(), "round {round} left {left:?}");
+    }
+    eprintln!("gate signals: {before} before the start, {between} in between, {after} after");
+    assert!(
+        before > 0 && after > 0,
+        "the rounds did not cover both sides of the start"
+    );
+}

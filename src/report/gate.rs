@@ -19,6 +19,8 @@ pub const MAX_LINES: usize = 23;
 const SHOWN_CODES: usize = 6;
 /// Subjects shown per code.
 const SHOWN_SUBJECTS: usize = 2;
+/// Where a fix's words start: under the code.
+const FIX_INDENT: usize = 16;
 
 /// Where the run put what it wrote, for the last lines.
 pub struct Outputs<'a> {
@@ -47,9 +49,10 @@ pub fn starting(r: &Report, command: &str, out: &Outputs) -> String {
 }
 
 /// Why the command was not started, in at most MAX_LINES lines of at most
-/// WIDTH columns (each line cut to fit; the report has the rest).
+/// WIDTH columns: the headline (and, for a check that did not finish, why),
+/// an entry per code that gates, as many as fit, and where the report is.
 pub fn refusal(r: &Report, command: &str, out: &Outputs) -> String {
-    let mut lines: Vec<String> = Vec::new();
+    let mut head: Vec<String> = Vec::new();
     let fail_on = r.run.fail_on.map(Severity::as_str).unwrap_or("none");
     let gating: Vec<&Finding> = r
         .findings
@@ -57,18 +60,18 @@ pub fn refusal(r: &Report, command: &str, out: &Outputs) -> String {
         .filter(|f| f.status != Status::Excepted && r.run.fail_on.is_some_and(|t| f.severity >= t))
         .collect();
     if r.summary.exit_code == Exit::ProbeFailed {
-        lines.push(format!(
+        head.push(format!(
             "selfprobe: refused to start {}: the check did not finish, and a check not made is not a pass",
             name(command)
         ));
         if !r.run.unfinished.is_empty() {
-            lines.push(format!(
+            head.push(format!(
                 "  --timeout {} ms passed before these probes finished: {}",
                 r.run.timeout_ms,
                 r.run.unfinished.join(", ")
             ));
-            lines.push(
-                "    fix: raise --timeout, or find what hung in the report (probe.incomplete)"
+            head.push(
+                "           fix: raise --timeout, or find what hung in the report (probe.incomplete)"
                     .into(),
             );
         }
@@ -79,42 +82,50 @@ pub fn refusal(r: &Report, command: &str, out: &Outputs) -> String {
             .map(|p| p.name)
             .collect();
         if !crashed.is_empty() {
-            lines.push(format!("  these probes failed: {}", crashed.join(", ")));
-            lines.push(
-                "    fix: a selfprobe bug: please report it with the report's probe.incomplete"
+            head.push(format!("  these probes failed: {}", crashed.join(", ")));
+            head.push(
+                "           fix: a selfprobe bug: please report it with the report's probe.incomplete"
                     .into(),
             );
         }
         if !gating.is_empty() {
-            lines.push(format!(
+            head.push(format!(
                 "  and {} finding(s) at or above --fail-on {fail_on}:",
                 gating.len()
             ));
         }
     } else {
-        lines.push(format!(
+        head.push(format!(
             "selfprobe: refused to start {}: {} finding(s) at or above --fail-on {fail_on}",
             name(command),
             gating.len()
         ));
     }
-    codes(&mut lines, &gating);
-    lines.push(where_report(out));
-    lines.push(format!(
-        "the fix in full: selfprobe explain CODE; {} was not started (exit {})",
-        name(command),
-        i32::from(r.summary.exit_code)
-    ));
+    let foot = [
+        where_report(out),
+        format!(
+            "the fix in full: selfprobe explain CODE; {} was not started (exit {})",
+            name(command),
+            i32::from(r.summary.exit_code)
+        ),
+    ];
+    // The headline and the last lines always; the codes in what is left.
+    let room = MAX_LINES.saturating_sub(head.len() + foot.len());
     let mut o = String::new();
-    for l in lines.iter().take(MAX_LINES) {
+    for l in head
+        .iter()
+        .chain(codes(&gating, room).iter())
+        .chain(foot.iter())
+    {
         let _ = writeln!(o, "{}", fit(l, WIDTH));
     }
     o
 }
 
-/// One entry per code, most severe first: the severity, the code, a few
-/// subjects on one line, the first sentence of the fix on the next.
-fn codes(lines: &mut Vec<String>, gating: &[&Finding]) {
+/// One entry per code, most severe first: the severity, the code and a few
+/// subjects on one line, the first sentence of the fix on at most two more;
+/// as many entries as fit in `room` lines, then how many more there are.
+fn codes(gating: &[&Finding], room: usize) -> Vec<String> {
     let mut groups: Vec<Vec<&Finding>> = Vec::new();
     for f in gating {
         match groups.iter_mut().find(|g| g[0].code == f.code) {
@@ -126,7 +137,8 @@ fn codes(lines: &mut Vec<String>, gating: &[&Finding]) {
     crate::util::sort::sort_by(&mut groups, |a, b| {
         top(b).cmp(&top(a)).then(a[0].code.cmp(&b[0].code))
     });
-    for g in groups.iter().take(SHOWN_CODES) {
+    let mut lines = Vec::new();
+    for (i, g) in groups.iter().enumerate() {
         let sev = top(g).map(Severity::as_str).unwrap_or("").to_uppercase();
         let shown: Vec<String> = g
             .iter()
@@ -134,7 +146,7 @@ fn codes(lines: &mut Vec<String>, gating: &[&Finding]) {
             .map(|f| sanitize::escape(&f.subject))
             .collect();
         let more = g.len() - shown.len();
-        lines.push(format!(
+        let mut entry = vec![format!(
             "  {sev:<8} {} {}{}",
             g[0].code,
             shown.join(", "),
@@ -143,18 +155,35 @@ fn codes(lines: &mut Vec<String>, gating: &[&Finding]) {
             } else {
                 String::new()
             }
-        ));
-        lines.push(format!(
-            "           fix: {}",
-            first_sentence(&g[0].remediation)
-        ));
+        )];
+        let fix = crate::util::text::wrap(&first_sentence(&g[0].remediation), WIDTH - FIX_INDENT);
+        let mut fix: Vec<&str> = fix.lines().collect();
+        let cut = fix.len() > 2;
+        fix.truncate(2);
+        for (j, l) in fix.iter().enumerate() {
+            let l = if cut && j == 1 {
+                fit(&format!("{l} …"), WIDTH - FIX_INDENT)
+            } else {
+                l.to_string()
+            };
+            entry.push(if j == 0 {
+                format!("           fix: {l}")
+            } else {
+                format!("{:FIX_INDENT$}{l}", "")
+            });
+        }
+        let left = groups.len() - i - 1;
+        // Room for this entry, and for the line that counts the rest.
+        if i >= SHOWN_CODES || lines.len() + entry.len() + usize::from(left > 0) > room {
+            lines.push(format!(
+                "  and {} more code(s), in the report",
+                groups.len() - i
+            ));
+            break;
+        }
+        lines.extend(entry);
     }
-    if groups.len() > SHOWN_CODES {
-        lines.push(format!(
-            "  and {} more code(s), in the report",
-            groups.len() - SHOWN_CODES
-        ));
-    }
+    lines
 }
 
 fn where_report(out: &Outputs) -> String {

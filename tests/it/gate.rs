@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::fixture::{data, Fixture, BIN};
-use crate::common::keys::{leak_patterns, leaks};
-use crate::common::podman::{skip_or_fail, TempPath};
+use crate::common::keys::{leak_patterns, leaks, openssl_key};
+use crate::common::podman::TempPath;
 
 /// The most lines and columns of the refusal (src/report/gate.rs): a
 /// screen of 24 lines, one left for the prompt.
@@ -422,24 +422,6 @@ fn both(f: &Fixture, parent: &Parent, opts: &[&str], cmd: &[&str]) -> (Output, O
     );
     assert_eq!(direct.status.code(), Some(0), "{}", text(&direct.stderr));
     (direct, gated)
-}
-
-fn openssl_key(test: &str, dir: &Path) -> Option<PathBuf> {
-    let key = dir.join("key.pem");
-    let ok = Command::new("openssl")
-        .args(["genpkey", "-algorithm", "ed25519", "-out"])
-        .arg(&key)
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        skip_or_fail(
-            test,
-            "openssl cannot make an Ed25519 key (apt-get install -y openssl)",
-        );
-        return None;
-    }
-    Some(key)
 }
 
 /// SigBlk and SigIgn of /proc/self/status, as grep printed them.

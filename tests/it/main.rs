@@ -17,6 +17,7 @@ mod containers_artifacts;
 mod containers_attest;
 mod containers_canary;
 mod containers_formats;
+mod containers_gate;
 mod containers_hostile;
 mod containers_mounts;
 mod containers_network;

@@ -350,7 +350,7 @@ pub struct RunArgs {
     /// Text report: list every finding in full instead of one entry per code
     #[arg(short = 'v', long)]
     pub verbose: bool,
-    /// Write the report to FILE instead of standard output
+    /// Write the report to FILE instead of standard output (with a command after `--`: instead of standard error)
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// The workspace directory (default: the policy's workspace.path, else the git root of the working directory)

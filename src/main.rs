@@ -284,8 +284,16 @@ fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failu
         message: Some(e.to_string()),
     })?;
     let name = cmd.name();
+    // A failure on the way (a key error, a report that cannot be written)
+    // ends the gate without the command; never with 0, which would read as
+    // the command's success (a closed pipe under `--attest -` keeps the
+    // run's code, 0 when clean).
     let not_started = |f: Failure| Failure {
-        code: f.code,
+        code: if f.code == Exit::Clean as u8 {
+            Exit::ProbeFailed as u8
+        } else {
+            f.code
+        },
         message: Some(format!(
             "{}; {name} was not started",
             f.message

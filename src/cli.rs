@@ -1,6 +1,7 @@
 //! The command line (clap derive), resolved into a Config. Every error here
 //! is a usage error (exit 2) and says what was wrong and what was expected.
 
+use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -349,7 +350,7 @@ pub struct RunArgs {
     /// Text report: list every finding in full instead of one entry per code
     #[arg(short = 'v', long)]
     pub verbose: bool,
-    /// Write the report to FILE instead of standard output
+    /// Write the report to FILE instead of standard output (with a command after `--`: instead of standard error)
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// The workspace directory (default: the policy's workspace.path, else the git root of the working directory)
@@ -396,6 +397,9 @@ pub struct RunArgs {
     /// canary plant only: plant only in these locations (repeatable; `selfprobe inspect` passes the engine's volumes), never in another host path
     #[arg(long = "only-in", value_name = "PATH")]
     pub only_in: Vec<PathBuf>,
+    /// The gate: after `--`, the command to start (the agent). selfprobe probes, writes the report (-o, else standard error) and --attest, then replaces itself with COMMAND (same PID) when nothing is at or above --fail-on, and otherwise does not start it
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
 }
 
 /// Where the signing key comes from; without either, SELFPROBE_SIGNING_KEY,
@@ -525,6 +529,8 @@ pub enum ArgsError {
     Principal(String),
     /// An `inspect` or `teardown` option: the message says which and why.
     Host(String),
+    /// Options that do not fit the gate (`-- COMMAND`).
+    Gate(&'static str),
 }
 
 impl fmt::Display for ArgsError {
@@ -570,6 +576,7 @@ impl fmt::Display for ArgsError {
                 "--principal {p:?}: expected a name of printable ASCII without spaces, commas or quotes"
             ),
             ArgsError::Host(m) => f.write_str(m),
+            ArgsError::Gate(m) => f.write_str(m),
         }
     }
 }
@@ -598,11 +605,18 @@ pub struct Config {
     pub remove_self: bool,
     /// `--only-in`: the only locations a canary plant may use (empty: all).
     pub only_in: Vec<PathBuf>,
+    /// The gate's command (after `--`); empty: a plain run.
+    pub command: Vec<OsString>,
 }
 
 impl RunArgs {
     pub fn resolve(self) -> Result<Config, ArgsError> {
         self.check_signing(false)?;
+        if !self.command.is_empty() && self.remove_self {
+            return Err(ArgsError::Gate(
+                "--remove-self with a command: expected one or the other (--remove-self is for `selfprobe inspect`, which places the probe; the gate's probe stays where the image put it)",
+            ));
+        }
         self.into_config()
     }
 
@@ -610,6 +624,11 @@ impl RunArgs {
     /// key without --attest or --sshsig.
     pub fn resolve_for_plant(self) -> Result<Config, ArgsError> {
         self.check_signing(true)?;
+        if !self.command.is_empty() {
+            return Err(ArgsError::Gate(
+                "canary plant starts no command: expected nothing after `--` (the gate is `selfprobe [OPTIONS] -- COMMAND`)",
+            ));
+        }
         self.into_config()
     }
 
@@ -683,6 +702,7 @@ impl RunArgs {
                 .iter()
                 .map(|p| crate::util::path::normalize(p))
                 .collect(),
+            command: self.command,
         })
     }
 

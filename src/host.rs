@@ -366,6 +366,12 @@ impl Cleanup {
         out
     }
 
+    /// True when no create is in flight and no file is left to remove.
+    pub fn idle(&self) -> bool {
+        let st = self.lock();
+        st.in_flight == 0 && st.paths.is_empty()
+    }
+
     /// Drops `path` from the list once it is finished (or removed by us).
     pub fn forget(&self, path: &Path) {
         self.lock().paths.retain(|p| p != path);
@@ -519,8 +525,11 @@ impl std::error::Error for SignalError {}
 /// started after it) and waits for them on a thread of its own, where it is
 /// safe to take a lock and remove files: the files each of `cleanups` holds
 /// are removed before the process exits with 128 + the signal number.
-pub fn remove_on_signal(cleanups: Vec<std::sync::Arc<Cleanup>>) -> Result<(), SignalError> {
-    use nix::sys::signal::{SigSet, Signal};
+///
+/// The handle it returns is only needed to hand the signals over to a
+/// command (`Signals::hand_over`, the gate); dropped, the thread goes on.
+pub fn remove_on_signal(cleanups: Vec<std::sync::Arc<Cleanup>>) -> Result<Signals, SignalError> {
+    use nix::sys::signal::{SigSet, SigmaskHow, Signal};
     let mut set = SigSet::empty();
     for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
         // A signal the caller ignores stays ignored: `nohup selfprobe`
@@ -530,28 +539,132 @@ pub fn remove_on_signal(cleanups: Vec<std::sync::Arc<Cleanup>>) -> Result<(), Si
             set.add(s);
         }
     }
-    set.thread_block().map_err(SignalError::Block)?;
-    std::thread::Builder::new()
+    let original = set
+        .thread_swap_mask(SigmaskHow::SIG_BLOCK)
+        .map_err(SignalError::Block)?;
+    let waiter = std::thread::Builder::new()
         .name("signals".into())
-        .spawn(move || {
-            if let Ok(sig) = set.wait() {
-                // Before the cleanup refuses new files: the main thread can
-                // only see the run stopping after this is set.
-                STOPPED_BY.store(sig as i32, std::sync::atomic::Ordering::SeqCst);
-                for c in &cleanups {
-                    c.remove_all();
-                }
-                // The tests' way to lose the race exit_if_signalled guards
-                // against (debug builds only): this thread slow to exit.
-                #[cfg(debug_assertions)]
-                if std::env::var_os("SELFPROBE_DEBUG_SLOW_SIGNAL_EXIT").is_some() {
-                    std::thread::sleep(Duration::from_millis(1500));
-                }
-                std::process::exit(128 + sig as i32);
+        .spawn(move || loop {
+            let Some((sig, handed_over)) = wait_for(&set) else {
+                continue;
+            };
+            if handed_over {
+                // Signals::hand_over woke this thread to end it: from here
+                // on the signals are the command's.
+                return;
             }
+            // Before the cleanup refuses new files: the main thread can
+            // only see the run stopping after this is set.
+            STOPPED_BY.store(sig, std::sync::atomic::Ordering::SeqCst);
+            for c in &cleanups {
+                c.remove_all();
+            }
+            // The tests' way to lose the race exit_if_signalled guards
+            // against (debug builds only): this thread slow to exit.
+            #[cfg(debug_assertions)]
+            if std::env::var_os("SELFPROBE_DEBUG_SLOW_SIGNAL_EXIT").is_some() {
+                std::thread::sleep(Duration::from_millis(1500));
+            }
+            std::process::exit(128 + sig);
         })
         .map_err(SignalError::Thread)?;
-    Ok(())
+    Ok(Signals {
+        original,
+        set,
+        waiter: Some(waiter),
+    })
+}
+
+/// Set by `Signals::hand_over` before it wakes the signal thread, so that
+/// the thread tells its wake-up from a signal someone sent.
+static HANDING_OVER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Waits for one signal of `set`: its number, and whether it is
+/// `Signals::hand_over`'s wake-up: sent by this very process while a
+/// hand-over is under way. No other process can send one that looks so:
+/// the kernel fills in si_pid with the sender's pid (in the receiver's pid
+/// namespace; 0 for a sender outside it), and nothing else in selfprobe
+/// signals its own process. (si_code is not read: for a tgkill it should be
+/// SI_TKILL, but a kernel here reported SI_USER.) None when the wait was
+/// interrupted.
+fn wait_for(set: &nix::sys::signal::SigSet) -> Option<(i32, bool)> {
+    let mut info = std::mem::MaybeUninit::<nix::libc::siginfo_t>::zeroed();
+    // SAFETY: `set` is a valid sigset_t and `info` a zeroed siginfo_t that
+    // the call fills in.
+    let sig = unsafe { nix::libc::sigwaitinfo(set.as_ref(), info.as_mut_ptr()) };
+    if sig < 0 {
+        return None;
+    }
+    // SAFETY: zeroed is a valid siginfo_t, and on success the call wrote it.
+    let info = unsafe { info.assume_init() };
+    // SAFETY: for a signal sent by kill, tgkill or sigqueue (SI_USER,
+    // SI_TKILL, SI_QUEUE) the union holds the sender's pid and uid; for a
+    // signal the kernel raised (si_code > 0) it holds other fields, and the
+    // value read is not compared.
+    let user_sent = info.si_code <= 0;
+    let ours = user_sent
+        && unsafe { info.si_pid() } == std::process::id() as i32
+        && HANDING_OVER.load(std::sync::atomic::Ordering::SeqCst);
+    Some((sig, ours))
+}
+
+/// The signal handling of `remove_on_signal`, and the signal mask the
+/// process had before it.
+#[derive(Debug)]
+pub struct Signals {
+    /// The calling thread's mask before SIGINT, SIGTERM and SIGHUP were
+    /// blocked: what a command started with execve must inherit.
+    original: nix::sys::signal::SigSet,
+    /// The signals the thread waits for (those the caller did not ignore).
+    set: nix::sys::signal::SigSet,
+    waiter: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Signals {
+    /// For the gate, just before execve: ends the signal thread, then gives
+    /// this thread back the signal mask the process was started with, so
+    /// that the command inherits exactly that (execve keeps the mask, and
+    /// keeps pending signals).
+    ///
+    /// A signal sent before this point is selfprobe's: when one already
+    /// woke the signal thread, that thread removes the files and exits the
+    /// process (128 + N) and this never returns; when one arrived after the
+    /// thread ended and waits blocked, this returns it and the mask is left
+    /// as it is, so the caller ends the run as that signal would.
+    /// A signal sent between the mask's restoration and the execve reaches
+    /// this process with the disposition the command will have (the
+    /// default, unless the caller ignored it).
+    pub fn hand_over(mut self) -> Result<(), NotHandedOver> {
+        use std::os::unix::thread::JoinHandleExt;
+        HANDING_OVER.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let (Some(waiter), Some(first)) = (self.waiter.take(), self.set.iter().next()) {
+            // SAFETY: the thread has not been joined, so its pthread_t is
+            // valid; the signal is one it blocks and waits for.
+            let rc = unsafe { nix::libc::pthread_kill(waiter.as_pthread_t(), first as i32) };
+            if rc == 0 {
+                let _ = waiter.join();
+            }
+        }
+        let mut pending = std::mem::MaybeUninit::<nix::libc::sigset_t>::zeroed();
+        // SAFETY: sigpending fills in the zeroed set it is given.
+        let pending = unsafe {
+            nix::libc::sigpending(pending.as_mut_ptr());
+            nix::sys::signal::SigSet::from_sigset_t_unchecked(pending.assume_init())
+        };
+        if let Some(sig) = self.set.iter().find(|s| pending.contains(*s)) {
+            return Err(NotHandedOver::Signal(sig as i32));
+        }
+        self.original.thread_set_mask().map_err(NotHandedOver::Mask)
+    }
+}
+
+/// Why `Signals::hand_over` left the signals with selfprobe.
+#[derive(Debug)]
+pub enum NotHandedOver {
+    /// This signal arrived before the command could be started.
+    Signal(i32),
+    /// The original mask could not be restored.
+    Mask(nix::Error),
 }
 
 /// The signal that stopped the run (0: none yet), set by the signal thread
@@ -572,6 +685,40 @@ pub fn exit_if_signalled() {
     }
     std::thread::sleep(CLEANUP_WAIT * 2 + Duration::from_secs(1));
     std::process::exit(128 + sig);
+}
+
+/// Whether SIGPIPE was ignored when this process was started. Rust's
+/// runtime sets SIGPIPE to "ignore" before main, in every program (so a
+/// closed pipe is an EPIPE error, which `emit` in main.rs handles), and an
+/// ignored disposition survives execve: a command the gate starts would get
+/// the runtime's, not its caller's. `read_sigpipe_at_start` runs before the
+/// runtime (an ELF constructor, as the C library runs every `.init_array`
+/// entry before main) and records the caller's; `restore_sigpipe` puts it
+/// back.
+static SIGPIPE_IGNORED_AT_START: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+#[used]
+#[link_section = ".init_array"]
+static READ_SIGPIPE_AT_START: extern "C" fn() = read_sigpipe_at_start;
+
+extern "C" fn read_sigpipe_at_start() {
+    let ignored = inherited_ignore(nix::sys::signal::Signal::SIGPIPE);
+    SIGPIPE_IGNORED_AT_START.store(ignored, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Gives SIGPIPE back the disposition the process was started with (see
+/// SIGPIPE_IGNORED_AT_START), for the gate just before execve.
+pub fn restore_sigpipe() -> nix::Result<()> {
+    use nix::sys::signal::{SigHandler, Signal};
+    let handler = if SIGPIPE_IGNORED_AT_START.load(std::sync::atomic::Ordering::SeqCst) {
+        SigHandler::SigIgn
+    } else {
+        SigHandler::SigDfl
+    };
+    // SAFETY: SIG_IGN or SIG_DFL, no handler function: nothing runs in a
+    // signal context.
+    unsafe { nix::sys::signal::signal(Signal::SIGPIPE, handler) }.map(drop)
 }
 
 /// Whether `sig` was set to SIG_IGN by whoever started this process (the

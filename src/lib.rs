@@ -8,6 +8,7 @@ pub mod compare;
 pub mod evaluate;
 pub mod facts;
 pub mod finding;
+pub mod gate;
 pub mod host;
 pub mod keys;
 pub mod model;

@@ -15,6 +15,7 @@ use selfprobe::cli::{
     HostFormat, InspectArgs, PubkeyArgs, RunArgs, SummaryArgs, TeardownArgs, VerifyArgs,
 };
 use selfprobe::compare;
+use selfprobe::gate;
 use selfprobe::host::{self, Cleanup};
 use selfprobe::model::Exit;
 use selfprobe::report;
@@ -23,21 +24,22 @@ use selfprobe::util::{panics, sanitize};
 /// What ended a command early: the code, and the message for stderr (None
 /// for a closed pipe: the reader left, and there is nobody to tell).
 struct Failure {
-    code: Exit,
+    /// An Exit, or the gate's 126 and 127 (a command that could not start).
+    code: u8,
     message: Option<String>,
 }
 
 impl Failure {
     fn usage(m: impl std::fmt::Display) -> Failure {
         Failure {
-            code: Exit::Usage,
+            code: Exit::Usage as u8,
             message: Some(m.to_string()),
         }
     }
 
     fn failed(m: impl std::fmt::Display) -> Failure {
         Failure {
-            code: Exit::ProbeFailed,
+            code: Exit::ProbeFailed as u8,
             message: Some(m.to_string()),
         }
     }
@@ -61,14 +63,24 @@ fn main() -> ExitCode {
     let env_key = keys::take_env_key();
     let cli = Cli::parse();
     panics::planted(format_args!("main"));
-    let remove = match &cli.command {
+    let run_args = match &cli.command {
         Some(Command::Run(a))
         | Some(Command::Canary {
             action: CanaryAction::Plant(a),
-        }) => a.remove_self.then(|| a.policy.clone()),
-        None => cli.run.remove_self.then(|| cli.run.policy.clone()),
+        }) => Some(a),
+        None => Some(&cli.run),
         _ => None,
     };
+    // Never with a command: the gate refuses --remove-self (and when it
+    // starts the command, nothing after this runs anyway).
+    let remove = run_args
+        .filter(|a| a.remove_self && a.command.is_empty())
+        .map(|a| a.policy.clone());
+    if run_args.is_some_and(|a| a.command.is_empty()) && dash_dash_alone() {
+        return finish(Err(Failure::usage(
+            "`--` ends selfprobe's options and must be followed by the command to start: expected `selfprobe [OPTIONS] -- COMMAND [ARGS...]`",
+        )));
+    }
     let result = match cli.command {
         Some(Command::ListChecks) => {
             emit(&report::catalog::list_checks(), Exit::Clean).map(|()| Exit::Clean)
@@ -104,6 +116,14 @@ fn main() -> ExitCode {
     }
     host::exit_if_signalled();
     finish(result)
+}
+
+/// Whether the command line's first `--` (clap's end of options: an
+/// option's value is never a bare `--`) is its last argument: the gate
+/// asked for, with no command.
+fn dash_dash_alone() -> bool {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    args.iter().position(|a| a == "--") == Some(args.len().saturating_sub(1)) && !args.is_empty()
 }
 
 /// `--remove-self` (for `selfprobe inspect`, which placed this binary and
@@ -155,7 +175,7 @@ fn finish(result: Result<Exit, Failure>) -> ExitCode {
             if let Some(m) = f.message {
                 let _ = writeln!(std::io::stderr(), "selfprobe: {}", sanitize::escape(&m));
             }
-            f.code.into()
+            ExitCode::from(f.code)
         }
     }
 }
@@ -173,7 +193,7 @@ fn emit(text: &str, on_closed: Exit) -> Result<(), Failure> {
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Failure {
-            code: on_closed,
+            code: on_closed as u8,
             message: None,
         }),
         Err(e) => Err(Failure::failed(format!(
@@ -186,10 +206,11 @@ fn emit(text: &str, on_closed: Exit) -> Result<(), Failure> {
 /// probes' (write-test files, canaries) is closed when the probes end, so a
 /// probe cut off by the deadline cannot create a file after that; the
 /// report files are written later.
-fn cleanup_on_signal() -> Result<(Arc<Cleanup>, Arc<Cleanup>), Failure> {
+fn cleanup_on_signal() -> Result<(Arc<Cleanup>, Arc<Cleanup>, host::Signals), Failure> {
     let (probes, outputs) = (Arc::new(Cleanup::default()), Arc::new(Cleanup::default()));
-    host::remove_on_signal(vec![probes.clone(), outputs.clone()]).map_err(Failure::failed)?;
-    Ok((probes, outputs))
+    let signals =
+        host::remove_on_signal(vec![probes.clone(), outputs.clone()]).map_err(Failure::failed)?;
+    Ok((probes, outputs, signals))
 }
 
 /// Writes to `output` whole or not at all (see host::write_whole), else to
@@ -227,7 +248,7 @@ fn plant(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Fai
     }
     // Canaries are always signed: with the key given, else an ephemeral one.
     let signer = signer(&cfg, env_key)?;
-    let (cleanup, outputs) = cleanup_on_signal()?;
+    let (cleanup, outputs, _) = cleanup_on_signal()?;
     let (format, output) = (cfg.format, cfg.output.clone());
     let rep = selfprobe::run::plant(cfg, cleanup, &signer)
         .map_err(|e| Failure::failed(format!("canary plant: {e}")))?;
@@ -251,6 +272,127 @@ fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failu
             "--only-in names where `canary plant` may plant: expected it with canary plant, not a run",
         ));
     }
+    if cfg.command.is_empty() {
+        return probe_and_report(cfg, env_key, None).map(|(code, _)| code);
+    }
+    // The gate (src/gate.rs): the descriptors the caller gave, before
+    // anything of selfprobe's is open; the command, found before anything
+    // is probed (127 or 126 at once, as env(1) does).
+    let mut inherited = gate::inherited();
+    let cmd = gate::resolve(&cfg.command).map_err(|e| Failure {
+        code: e.exit_code(),
+        message: Some(e.to_string()),
+    })?;
+    let name = cmd.name();
+    // A failure on the way (a key error, a report that cannot be written)
+    // ends the gate without the command; never with 0, which would read as
+    // the command's success (a closed pipe under `--attest -` keeps the
+    // run's code, 0 when clean).
+    let not_started = |f: Failure| Failure {
+        code: if f.code == Exit::Clean as u8 {
+            Exit::ProbeFailed as u8
+        } else {
+            f.code
+        },
+        message: Some(format!(
+            "{}; {name} was not started",
+            f.message
+                .unwrap_or_else(|| "cannot write the report".into())
+        )),
+    };
+    if let Some(keys::KeySource::Fd(n)) = cfg.key_source {
+        // Read to its end and closed (n > 2) by then; its number is free
+        // for a descriptor of selfprobe's own.
+        inherited.forget(n);
+    }
+    let gated = Gated {
+        stdin_was_key: matches!(cfg.key_source, Some(keys::KeySource::Fd(0))),
+    };
+    let (code, after) = probe_and_report(cfg, env_key, Some(&gated)).map_err(not_started)?;
+    let Some(After {
+        report,
+        cleanup,
+        outputs,
+        signals,
+        shown,
+    }) = after
+    else {
+        return Ok(code);
+    };
+    if code != Exit::Clean {
+        warn_raw(&report::gate::refusal(&report, &name, &shown.outputs()));
+        return Ok(code);
+    }
+    // The write test removed its files before the report; a create still
+    // in flight on a mount that hung could leave one behind the command.
+    if !cleanup.idle() {
+        return Err(not_started(Failure::failed(
+            "a --write-test file was still being created when the check ended (a mount that does not answer)",
+        )));
+    }
+    match signals.hand_over() {
+        Ok(()) => {}
+        Err(host::NotHandedOver::Signal(sig)) => {
+            cleanup.remove_all();
+            outputs.remove_all();
+            std::process::exit(128 + sig);
+        }
+        Err(host::NotHandedOver::Mask(e)) => {
+            return Err(not_started(Failure::failed(format!(
+                "cannot restore the signal mask the command must inherit: {e}"
+            ))))
+        }
+    }
+    warn_raw(&report::gate::starting(&report, &name, &shown.outputs()));
+    drop(report);
+    let e = gate::exec(&cmd, &inherited);
+    Err(Failure {
+        code: e.exit_code(),
+        message: Some(e.to_string()),
+    })
+}
+
+/// The gate's part in a run: whether standard input carried the key
+/// (`--sign-key-fd 0`).
+struct Gated {
+    stdin_was_key: bool,
+}
+
+/// What the gate needs once the report is written.
+struct After {
+    report: selfprobe::model::Report,
+    cleanup: Arc<Cleanup>,
+    outputs: Arc<Cleanup>,
+    signals: host::Signals,
+    shown: Shown,
+}
+
+/// Where the outputs went, as given on the command line.
+struct Shown {
+    report: Option<String>,
+    attest: Option<String>,
+    sshsig: Option<String>,
+}
+
+impl Shown {
+    fn outputs(&self) -> report::gate::Outputs<'_> {
+        report::gate::Outputs {
+            report: self.report.as_deref(),
+            attest: self.attest.as_deref(),
+            sshsig: self.sshsig.as_deref(),
+        }
+    }
+}
+
+/// A run: probe, then write the report, the SSHSIG and the attestation.
+/// With the gate (`gated`), the report goes to standard error when no -o
+/// is given (standard output is the command's), and what the gate needs
+/// next comes back with the code.
+fn probe_and_report(
+    cfg: selfprobe::cli::Config,
+    env_key: Option<Zeroizing<Vec<u8>>>,
+    gated: Option<&Gated>,
+) -> Result<(Exit, Option<After>), Failure> {
     // The key is loaded (and a bad one refused) before anything is probed.
     let signs = cfg.attest.is_some() || cfg.sshsig.is_some();
     let signer = if signs {
@@ -259,19 +401,26 @@ fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failu
         drop(env_key);
         None
     };
+    if gated.is_some_and(|g| g.stdin_was_key) {
+        gate::stdin_from_null().map_err(|e| {
+            Failure::failed(format!(
+                "--sign-key-fd 0: cannot put /dev/null in place of the key's standard input ({e}), which the command would inherit"
+            ))
+        })?;
+    }
     if let Some(s) = signer.as_ref().filter(|s| s.is_ephemeral()) {
         warn(&format!(
             "signing with an ephemeral key (keyid {}): the signature shows the report was not changed after signing, not who made it; pass --sign-key or --sign-key-fd for a key a verifier trusts",
             s.keyid()
         ));
     }
-    let (cleanup, outputs) = cleanup_on_signal()?;
+    let (cleanup, outputs, signals) = cleanup_on_signal()?;
     let format = cfg.format;
     let verbose = cfg.verbose;
     let output = cfg.output.clone();
     let attest_path = cfg.attest.clone();
     let sshsig_path = cfg.sshsig.clone();
-    let mut report = selfprobe::run::execute(cfg, cleanup);
+    let mut report = selfprobe::run::execute(cfg, cleanup.clone());
     if let Some(s) = &signer {
         report.signing = Some(attest::signing_info(
             s,
@@ -280,7 +429,15 @@ fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failu
         ));
     }
     let code = report.summary.exit_code;
-    let to_tty = output.is_none() && std::io::stdout().is_terminal();
+    // The gate's report never goes to standard output unless asked (-o
+    // /dev/stdout): that is the command's.
+    let to_stderr = gated.is_some() && output.is_none();
+    let to_tty = output.is_none()
+        && if to_stderr {
+            std::io::stderr().is_terminal()
+        } else {
+            std::io::stdout().is_terminal()
+        };
     let color = to_tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let text = match format {
         Format::Text => report::text::render(&report, color, verbose),
@@ -288,7 +445,11 @@ fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failu
         Format::Sarif => report::sarif::render(&report),
         Format::Junit => report::junit::render(&report),
     };
-    write_out(output.as_deref(), &text, &outputs, code)?;
+    if to_stderr {
+        emit_stderr(&text)?;
+    } else {
+        write_out(output.as_deref(), &text, &outputs, code)?;
+    }
     if let (Some(signer), Some(path)) = (&signer, &sshsig_path) {
         // Over the very bytes just written to -o.
         let sig = attest::sshsig::sign(signer, text.as_bytes());
@@ -303,7 +464,36 @@ fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failu
         let to = (path.as_os_str() != "-").then_some(path.as_path());
         write_out(to, &env, &outputs, code).map_err(|f| f.within("--attest"))?;
     }
-    Ok(code)
+    let after = gated.map(|_| {
+        let shown = |p: &Option<std::path::PathBuf>| p.as_ref().map(|p| p.display().to_string());
+        After {
+            report,
+            cleanup,
+            outputs,
+            signals,
+            shown: Shown {
+                report: shown(&output),
+                attest: shown(&attest_path),
+                sshsig: shown(&sshsig_path),
+            },
+        }
+    });
+    Ok((code, after))
+}
+
+/// The gate's report on standard error (the reader gone or any other
+/// failure: the report could not be given, and the command does not start).
+fn emit_stderr(text: &str) -> Result<(), Failure> {
+    let mut err = std::io::stderr().lock();
+    err.write_all(text.as_bytes())
+        .and_then(|()| err.flush())
+        .map_err(|e| Failure::failed(format!("cannot write the report to standard error: {e}")))
+}
+
+/// The gate's own lines on stderr, as they are (report::gate sanitised
+/// what came from the workspace, and fits them to the screen).
+fn warn_raw(text: &str) {
+    let _ = std::io::stderr().write_all(text.as_bytes());
 }
 
 /// Bounds what `verify` reads: selfprobe's outputs are far smaller.
@@ -506,7 +696,7 @@ fn attest_fetch(args: AttestFetchArgs) -> Result<Exit, Failure> {
         nonce: args.nonce,
         out_dir: args.out_dir,
     };
-    let (_, outputs) = cleanup_on_signal()?;
+    let (_, outputs, _) = cleanup_on_signal()?;
     let out = selfprobe::registry::fetch(&opts, &fetch, &outputs).map_err(registry_failure)?;
     let code = if out.valid() {
         Exit::Clean
@@ -581,7 +771,7 @@ fn name_resolver() -> selfprobe::registry::client::Resolver {
 
 fn compared(r: Result<compare::Outcome, compare::Stop>) -> Result<compare::Outcome, Failure> {
     r.map_err(|s| Failure {
-        code: s.exit,
+        code: s.exit as u8,
         message: Some(s.message),
     })
 }
@@ -616,7 +806,7 @@ fn summary(args: SummaryArgs) -> Result<Exit, Failure> {
     for w in &out.warnings {
         warn(&format!("summary: {w}"));
     }
-    let (_, files) = cleanup_on_signal()?;
+    let (_, files, _) = cleanup_on_signal()?;
     write_out(args.output.as_deref(), &out.text, &files, out.exit)?;
     Ok(out.exit)
 }

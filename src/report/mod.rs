@@ -2,6 +2,7 @@
 //! The data they render is src/model.rs.
 
 pub mod catalog;
+pub mod gate;
 pub mod inspect;
 pub mod json;
 pub mod junit;

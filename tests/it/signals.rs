@@ -13,7 +13,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 /// Every entry under `dir` whose name starts with `prefix`.
-fn named(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+pub fn named(dir: &Path, prefix: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {

@@ -4,7 +4,8 @@
 #![allow(dead_code)]
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use base64ct::{Base64, Base64Url, Encoding};
 
@@ -77,4 +78,24 @@ pub fn leaks(hay: &[u8], pats: &[(String, Vec<u8>)]) -> Vec<String> {
         .filter(|(_, p)| memchr::memmem::find(hay, p).is_some())
         .map(|(n, _)| n.clone())
         .collect()
+}
+
+/// A PKCS#8 PEM Ed25519 key made by openssl in `dir` (key.pem), or None
+/// after a visible SKIP (a failure under CI=true).
+pub fn openssl_key(test: &str, dir: &Path) -> Option<PathBuf> {
+    let key = dir.join("key.pem");
+    let ok = Command::new("openssl")
+        .args(["genpkey", "-algorithm", "ed25519", "-out"])
+        .arg(&key)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        super::podman::skip_or_fail(
+            test,
+            "openssl cannot make an Ed25519 key (apt-get install -y openssl)",
+        );
+        return None;
+    }
+    Some(key)
 }

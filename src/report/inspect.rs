@@ -12,7 +12,7 @@ use crate::outside::teardown::Teardown;
 /// The widest a table cell or a reason line gets: a report, a name or an
 /// engine's answer can be megabytes, and one long cell would pad every row.
 const CELL: usize = 40;
-const LINE: usize = 2000;
+const LINE: usize = 1000;
 
 fn cut(s: &str, n: usize) -> String {
     let s = sanitize(s);

@@ -49,3 +49,4 @@ mod sentences;
 mod signals;
 mod size;
 mod teardown;
+mod untrusted;

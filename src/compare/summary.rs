@@ -716,18 +716,47 @@ pub fn summarize(paths: &[PathBuf], opts: &Options) -> Fleet {
 /// The rows, on as many threads as there are CPUs (at most 8): verifying a
 /// thousand envelopes is SHA-512 and JSON parsing, and each row is
 /// independent. The order is the input's.
+/// A row whose files are larger than this in all is a big one.
+const BIG_ROW: u64 = 1 << 20;
+/// Big rows read at once.
+const BIG_AT_ONCE: usize = 2;
+
 fn rows_parallel(
     groups: &[Group],
     opts: &Options,
     inspected: &BTreeMap<PathBuf, BTreeMap<String, Inspected>>,
 ) -> Vec<Workspace> {
+    // A row costs about eight times its files in memory while it is read
+    // (bench/RESULTS.md): rows whose files pass BIG_ROW take turns, at most
+    // BIG_AT_ONCE at a time, so the peak stays near that many reports of
+    // the largest size (docs/fleet.md, Limits) however many CPUs there are.
+    let big = (std::sync::Mutex::new(0usize), std::sync::Condvar::new());
     let one = |g: &Group| {
         let i = g
             .dir
             .as_ref()
             .and_then(|d| inspected.get(d))
             .and_then(|m| m.get(&g.name));
-        row(g, opts, i)
+        let bytes: u64 = g
+            .files
+            .iter()
+            .filter_map(|(_, p)| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum();
+        if bytes <= BIG_ROW {
+            return row(g, opts, i);
+        }
+        let (count, turn) = &big;
+        let mut n = count.lock().unwrap_or_else(|e| e.into_inner());
+        while *n >= BIG_AT_ONCE {
+            n = turn.wait(n).unwrap_or_else(|e| e.into_inner());
+        }
+        *n += 1;
+        drop(n);
+        let w = row(g, opts, i);
+        *count.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        turn.notify_one();
+        w
     };
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())

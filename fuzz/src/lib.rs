@@ -628,9 +628,8 @@ pub fn inspect_output(data: &[u8]) {
 }
 
 /// The cross-check (outside/crosscheck.rs): an engine's record (first
-/// part) against a report (second part), for Docker and podman. Every
-/// fact compared and every disagreement found must be bounded by the
-/// record and the report.
+/// part) against a report (second part), for Docker and podman: never a
+/// panic, and every disagreement and finding carries a catalogued code.
 pub fn crosscheck(data: &[u8]) {
     use selfprobe::outside::{crosscheck, engine::Engine, record};
     let p = parts(data, 2);
@@ -650,7 +649,6 @@ pub fn crosscheck(data: &[u8]) {
             all_caps: &all,
         };
         let o = crosscheck::compare(&ctx, &report);
-        assert!(o.disagreements.len() <= o.comparisons.len() + rec.mounts.len() + 64);
         for d in &o.disagreements {
             assert!(d.code.starts_with("disagree."), "{}", d.code);
         }

@@ -22,11 +22,7 @@ use crate::util::sanitize;
 /// included. serde_json escapes only the C0 controls.
 fn inert(v: &mut Value) {
     match v {
-        Value::String(s) => {
-            if s.chars().any(sanitize::is_hazard) {
-                *s = sanitize::escape(s);
-            }
-        }
+        Value::String(s) if s.chars().any(sanitize::is_hazard) => *s = sanitize::escape(s),
         Value::Array(a) => a.iter_mut().for_each(inert),
         Value::Object(o) => {
             if o.keys().any(|k| k.chars().any(sanitize::is_hazard)) {

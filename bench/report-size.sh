@@ -52,7 +52,7 @@ report = json.load(open(f"{work}/seed.json"))
 env = json.load(open(f"{work}/seed.intoto.json"))
 statement = json.loads(base64.b64decode(env["payload"]))
 findings = report["findings"] or [{"code": "x", "message": "m"}]
-want = mib << 20
+want = (mib << 20) - (64 << 10)
 def with_n(n):
     r = dict(report)
     r["findings"] = [dict(findings[i % len(findings)], id=f"f-{i}") for i in range(n)]
@@ -64,6 +64,9 @@ out = with_n(n)["findings"]
 report["findings"] = out
 report["run"]["id"] = f"pad{mib}"
 text = json.dumps(report, indent=2) + "\n"
+while len(text.encode()) > want and report["findings"]:
+    del report["findings"][-max(1, len(report["findings"]) // 200):]
+    text = json.dumps(report, indent=2) + "\n"
 open(f"{d}/dir/w.json", "w").write(text)
 open(f"{d}/b.json", "w").write(text)
 statement["predicate"] = report

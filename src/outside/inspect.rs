@@ -384,14 +384,14 @@ pub fn inspect(opts: &Options, signer: &Signer) -> Result<Inspection, InspectErr
     let (mut records, missing) = engine
         .inspect(&refs, Instant::now() + opts.timeout)
         .map_err(gone)?;
-    // A container named twice (by name and by id) is probed once: its
-    // files have one name.
-    let mut seen = std::collections::BTreeSet::new();
-    records.retain(|r| seen.insert(r.id.clone()));
     let mut images: Vec<String> = records.iter().map(|r| r.image_id.clone()).collect();
     crate::util::sort::sort(&mut images);
     images.dedup();
     let digests = engine.image_digests(&images, Instant::now() + opts.timeout);
+    // A container named twice (by name and by id) is probed once: its
+    // files have one name.
+    let mut seen = std::collections::BTreeSet::new();
+    records.retain(|r| seen.insert(r.id.clone()));
     let shared = Shared {
         engine: &engine,
         opts,

@@ -44,7 +44,9 @@ export RUSTC_BOOTSTRAP=1
 # cannot carry the sanitizer runtime, and the fuzz binaries need not be static.
 unset CARGO_ENCODED_RUSTFLAGS
 
-targets=(mountinfo proc_status uid_map cgroup os_release jwt policy_toml env_rules http_head engine_http dns_answer)
+targets=(mountinfo proc_status uid_map cgroup os_release jwt policy_toml env_rules http_head engine_http dns_answer
+    inspect_output crosscheck dsse_verify summary_inputs diff_inputs engine_record teardown_inputs
+    registry_auth referrers public_key)
 if [ $# -gt 1 ]; then
     shift
     targets=("$@")

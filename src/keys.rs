@@ -748,10 +748,12 @@ pub fn parse_public_key(text: &str) -> Result<VerifyingKey, PublicKeyError> {
         }
         if label == "PUBLIC KEY" {
             let end = "-----END PUBLIC KEY-----";
-            let Some(stop) = text.find(end) else {
+            let start = text.find("-----BEGIN PUBLIC KEY-----").unwrap_or(0);
+            // The END after the BEGIN: one before it (fuzz/public_key found
+            // it) would make the block a backwards slice.
+            let Some(stop) = text[start..].find(end).map(|i| start + i) else {
                 return Err(PublicKeyError::TruncatedPem);
             };
-            let start = text.find("-----BEGIN PUBLIC KEY-----").unwrap_or(0);
             let block = &text[start..stop + end.len()];
             return spki_pem(block).map_err(PublicKeyError::NotEd25519Pem);
         }

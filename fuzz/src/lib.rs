@@ -40,6 +40,16 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("http_head", http_head),
     ("engine_http", engine_http),
     ("dns_answer", dns_answer),
+    ("inspect_output", inspect_output),
+    ("crosscheck", crosscheck),
+    ("dsse_verify", dsse_verify),
+    ("summary_inputs", summary_inputs),
+    ("diff_inputs", diff_inputs),
+    ("engine_record", engine_record),
+    ("teardown_inputs", teardown_inputs),
+    ("registry_auth", registry_auth),
+    ("referrers", referrers),
+    ("public_key", public_key),
 ];
 
 /// The probes read /proc and files as text; lossy decoding keeps every
@@ -532,4 +542,335 @@ pub fn dns_answer(data: &[u8]) {
         .map(|ip| if ip.is_ipv4() { 4 } else { 16 })
         .sum();
     assert!(min <= data.len());
+}
+
+// The host side (DESIGN.md §13: what comes back is untrusted input). Each
+// body below runs the real reader of something a container, a report's
+// author or a registry hands `inspect`, `teardown`, `summary`, `diff` or
+// `attest`, and asserts what the output relies on: bounded, and nothing a
+// terminal, a browser or a CI viewer would act on.
+
+/// Output for a terminal, JUnit, HTML or SARIF: no control, bidi,
+/// zero-width or tag character (util/sanitize.rs's set) other than the
+/// renderer's own line breaks.
+pub fn assert_inert(what: &str, s: &str) {
+    if let Some(c) = s
+        .chars()
+        .find(|c| *c != '\n' && selfprobe::util::sanitize::is_hazard(*c))
+    {
+        let at = s.find(c).unwrap_or(0);
+        let from = s[..at].char_indices().rev().nth(40).map_or(0, |(i, _)| i);
+        panic!(
+            "{what}: U+{:04X} reaches the output: …{:?}",
+            c as u32,
+            &s[from..(at + c.len_utf8())]
+        );
+    }
+}
+
+/// The parts of one input, split at NUL bytes (at most `n`; the last takes
+/// the rest).
+fn parts(data: &[u8], n: usize) -> Vec<&[u8]> {
+    data.splitn(n, |b| *b == 0).collect()
+}
+
+/// The key the seeds of dsse_verify, summary_inputs and diff_inputs are
+/// signed with (its private half is not kept: the seeds are made once).
+pub const SEED_KEY: &str =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAILxEy8iDAwMzo/hAk4ZedRtlcMVRe7IBjsRPy8wg1UD+";
+
+fn seed_key() -> selfprobe::keys::VerifyingKey {
+    selfprobe::keys::parse_public_key(SEED_KEY).expect("the seed key parses")
+}
+
+/// A probe's stdout as `inspect` reads it (outside/inspect.rs read_run):
+/// the report, then the envelope, byte for byte, or why not. The first
+/// byte picks the exit code and whether a stream overflowed.
+pub fn inspect_output(data: &[u8]) {
+    use selfprobe::util::command::{Captured, ToolStatus};
+    let (mode, out) = data.split_first().unwrap_or((&0, &[]));
+    let c = Captured {
+        status: if mode & 3 == 0 {
+            ToolStatus::Ok
+        } else {
+            ToolStatus::Failed
+        },
+        exit_code: Some(i32::from(mode & 3)),
+        stdout: out.to_vec(),
+        stderr: if mode & 4 != 0 {
+            out.to_vec()
+        } else {
+            Vec::new()
+        },
+        overflow: (mode & 8 != 0).then_some("stdout"),
+        duration: Duration::ZERO,
+        reason: None,
+    };
+    match selfprobe::outside::inspect::read_run(&c) {
+        Ok((report, envelope, v)) => {
+            assert!(mode & 8 == 0, "an overflow is never a report");
+            let both = [report.as_slice(), envelope.as_slice()].concat();
+            assert!(
+                out.starts_with(&both),
+                "the two parts are the output's start"
+            );
+            assert!(
+                out[both.len()..].iter().all(u8::is_ascii_whitespace),
+                "nothing but blanks after the envelope"
+            );
+            assert_eq!(v["schema"], selfprobe::model::SCHEMA);
+            let again: serde_json::Value =
+                serde_json::from_slice(&report).expect("the report part is the JSON read");
+            assert_eq!(again, v);
+        }
+        Err(e) => assert_printable("read_run's reason", &e, 600),
+    }
+}
+
+/// The cross-check (outside/crosscheck.rs): an engine's record (first
+/// part) against a report (second part), for Docker and podman: never a
+/// panic, and every disagreement and finding carries a catalogued code.
+pub fn crosscheck(data: &[u8]) {
+    use selfprobe::outside::{crosscheck, engine::Engine, record};
+    let p = parts(data, 2);
+    let Ok(records) = record::parse_records(p[0]) else {
+        return;
+    };
+    let report: serde_json::Value = match p.get(1).map(|b| serde_json::from_slice(b)) {
+        Some(Ok(v)) => v,
+        _ => serde_json::json!({}),
+    };
+    let all: Vec<String> = (0..=40).map(selfprobe::catalog::capability_name).collect();
+    for rec in records.iter().take(4) {
+        let engine = Engine::offline(rec.engine);
+        let ctx = crosscheck::Context {
+            rec,
+            engine: &engine,
+            all_caps: &all,
+        };
+        let o = crosscheck::compare(&ctx, &report);
+        for d in &o.disagreements {
+            assert!(d.code.starts_with("disagree."), "{}", d.code);
+        }
+        for f in &o.findings {
+            assert!(
+                selfprobe::finding::code_info(&f.code).is_some(),
+                "{}",
+                f.code
+            );
+        }
+    }
+}
+
+/// DSSE verification (attest/verify.rs) of an envelope against the seed
+/// key, with and without a nonce and a binary to match. Nothing is
+/// attested unless every check passed, and every message is printable.
+pub fn dsse_verify(data: &[u8]) {
+    use selfprobe::attest::verify::{verify, Inputs};
+    for (nonce, binary) in [(None, None), (Some("fuzz-nonce-1"), Some("0".repeat(64)))] {
+        let v = verify(&Inputs {
+            pubkey: seed_key(),
+            nonce,
+            binary_sha256: binary.as_deref(),
+            envelope: Some(("fuzz.intoto.json", data)),
+            sshsig: None,
+        });
+        if !v.valid() {
+            assert!(!v.problems.is_empty());
+        }
+        for p in &v.problems {
+            assert_inert("verify problem", &p.message);
+        }
+        let text = selfprobe::report::verify::render(&v);
+        assert_inert("verify output", &text);
+    }
+}
+
+/// A summary row (compare/summary.rs row_with) from a report, an envelope
+/// and a teardown statement (three parts), read without a key and with
+/// the seed key, and rendered in every format: bounded, and no hazard in
+/// the text, JUnit, HTML or SARIF.
+pub fn summary_inputs(data: &[u8]) {
+    use selfprobe::compare::input::{Group, Role};
+    use selfprobe::compare::{html, junit, render, sarif, summary};
+    use std::path::{Path, PathBuf};
+    let p = parts(data, 3);
+    let names = ["w.json", "w.intoto.json", "w.teardown.intoto.json"];
+    let roles = [Role::Report, Role::Envelope, Role::Teardown];
+    let g = Group {
+        name: "w\u{202e}".into(),
+        dir: Some(PathBuf::from("/fuzz")),
+        files: roles
+            .iter()
+            .zip(names)
+            .take(p.len())
+            .map(|(r, n)| (*r, Path::new("/fuzz").join(n)))
+            .collect(),
+        explicit: false,
+    };
+    let read = |path: &Path, _: bool| -> Result<Vec<u8>, String> {
+        let i = names
+            .iter()
+            .position(|n| path.ends_with(n))
+            .ok_or("no such file")?;
+        Ok(p[i].to_vec())
+    };
+    for keys in [vec![], vec![("seed.pub".to_string(), seed_key())]] {
+        let opts = summary::Options {
+            keys,
+            nonces: None,
+            binary_sha256: None,
+        };
+        let w = summary::row_with(&g, &opts, None, &read);
+        assert!(w.controls.iter().all(|c| c.score.is_none_or(|s| s <= 2)));
+        let fleet = summary::Fleet {
+            exit: w.exit,
+            workspaces: vec![w],
+            errors: vec!["\u{1b}[2J".into()],
+            notes: vec![],
+        };
+        assert_inert("summary text", &render::text(&fleet));
+        assert_inert("summary junit", &junit::render(&fleet));
+        assert_inert("summary html", &html::render(&fleet));
+        let sarif = sarif::render(&fleet);
+        assert_inert("summary sarif", &sarif);
+        let _: serde_json::Value = serde_json::from_str(&sarif).expect("SARIF is JSON");
+        let _: serde_json::Value =
+            serde_json::from_str(&render::json(&fleet)).expect("the summary's JSON is JSON");
+    }
+    let mut errors = Vec::new();
+    let inspected =
+        summary::parse_inspection(Path::new("/fuzz/inspection.json"), data, &mut errors);
+    for (stem, i) in &inspected {
+        assert!(!stem.is_empty() || i.report.is_some() || i.name.is_empty());
+    }
+}
+
+/// `diff`'s reading of two inputs (compare/mod.rs diff_side_of: a report
+/// or an envelope each, parts one and two), their facts and the diff's
+/// text, which must carry no hazard.
+pub fn diff_inputs(data: &[u8]) {
+    use selfprobe::compare::{diff, diff_side_of, facts};
+    let p = parts(data, 2);
+    let b = p.get(1).copied().unwrap_or(p[0]);
+    for key in [None, Some(seed_key())] {
+        let mut warnings = Vec::new();
+        let a = diff_side_of("A", "a.json", p[0], key.as_ref(), &mut warnings);
+        let bb = diff_side_of("B", "b.json", b, key.as_ref(), &mut warnings);
+        let (Ok((ra, sa)), Ok((rb, sb))) = (a, bb) else {
+            continue;
+        };
+        let d = diff::compare(&facts::extract(&ra), &facts::extract(&rb), &[], sa, sb);
+        assert_inert("diff text", &diff::text(&d));
+        let _: serde_json::Value = serde_json::from_str(&diff::json(&d)).expect("diff JSON");
+    }
+}
+
+/// `docker inspect` / `podman inspect` output (outside/record.rs).
+pub fn engine_record(data: &[u8]) {
+    use selfprobe::outside::record;
+    let Ok(records) = record::parse_records(data) else {
+        return;
+    };
+    let all: Vec<String> = (0..=40).map(selfprobe::catalog::capability_name).collect();
+    let defaults: Vec<String> = record::DOCKER_DEFAULT_CAPS
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    for r in &records {
+        let b = r.bounding_set(&all, &defaults);
+        assert!(b.len() <= all.len());
+        if let Some(e) = r.effective_set(&all, &defaults, r.uid()) {
+            assert!(e.len() <= all.len());
+        }
+        let _ = r.volumes().count();
+        let _ = r.user_name();
+    }
+}
+
+/// What teardown reads from an inspection directory: a canary found in a
+/// volume (part one), DIR/nonces (part two) and inspection.json (part
+/// three); and summary's `--nonces` reader over part two.
+pub fn teardown_inputs(data: &[u8]) {
+    use selfprobe::outside::teardown;
+    let p = parts(data, 3);
+    let sig = teardown::canary_signature(p[0], "fuzz-nonce-1", "SHA256:fuzz");
+    assert!(["valid", "invalid", "unsigned"].contains(&sig), "{sig}");
+    let t = text(p.get(1).copied().unwrap_or_default());
+    let nonces = teardown::parse_nonces(&t);
+    assert!(nonces.len() <= t.lines().count());
+    for (k, v) in &nonces {
+        assert!(!k.is_empty() && !k.contains(char::is_whitespace), "{k:?}");
+        assert_eq!(v.trim(), v);
+    }
+    if let Ok(n) = selfprobe::compare::input::parse_nonces("nonces", &t) {
+        assert!(n.len() <= t.lines().count());
+    }
+    if let Some(insp) = p.get(2) {
+        if let Ok((_, _, _, cs)) =
+            teardown::parse_inspection(std::path::Path::new("/fuzz/inspection.json"), insp, &nonces)
+        {
+            for c in &cs {
+                assert!(!c.id.is_empty());
+            }
+        }
+    }
+}
+
+/// A registry's answers: a 401's challenge, a token service's answer, an
+/// error body (registry/auth.rs, registry/client.rs).
+pub fn registry_auth(data: &[u8]) {
+    use selfprobe::registry::{auth, client};
+    let t = text(data);
+    if let Some(c) = auth::parse_challenge(&t) {
+        assert!(!c.scheme.is_empty());
+        assert!(c.params.len() <= 16);
+        assert!(c.scheme.bytes().all(|b| !b.is_ascii_uppercase()));
+    }
+    if let Some(tok) = auth::token_of(data) {
+        assert!(!tok.is_empty() && tok.bytes().all(|b| b.is_ascii_graphic()));
+    }
+    let said = client::registry_errors(data);
+    assert!(said.chars().count() <= 3 * 162 + 2);
+    assert!(!said.chars().any(char::is_control), "{said:?}");
+    let q = auth::query_escape(&t);
+    assert!(q.bytes().all(|b| b.is_ascii_graphic()));
+}
+
+/// A referrers answer (an image index) as `attest fetch` lists it: each
+/// digest kept is `algorithm:hex` (it goes into a request line), and the
+/// request that would carry it passes the request-line check.
+pub fn referrers(data: &[u8]) {
+    use selfprobe::registry::{client, collect, reference};
+    let mut out = Vec::new();
+    match collect(data, &mut out) {
+        Ok(()) => {
+            for r in &out {
+                assert_eq!(reference::check_digest(&r.digest), Ok(()));
+                let target = format!("/v2/app/manifests/{}", r.digest);
+                assert_eq!(client::check_request(&target, &[]), Ok(()));
+            }
+        }
+        Err(e) => assert_inert("referrers error", &e),
+    }
+}
+
+/// A public key file (`--pubkey`: PEM SPKI, an OpenSSH line, `selfprobe
+/// pubkey` output).
+pub fn public_key(data: &[u8]) {
+    let t = text(data);
+    match selfprobe::keys::parse_public_key(&t) {
+        Ok(k) => {
+            let line = selfprobe::keys::public_openssh(&k);
+            let back = selfprobe::keys::parse_public_key(&line)
+                .map(|k2| selfprobe::keys::keyid(&k2))
+                .ok();
+            assert_eq!(
+                back,
+                Some(selfprobe::keys::keyid(&k)),
+                "a key read back from its own line"
+            );
+        }
+        Err(e) => assert_inert("key error", &e.to_string()),
+    }
 }

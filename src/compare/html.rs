@@ -21,13 +21,12 @@ use super::render::short;
 use super::summary::{Fleet, Workspace};
 use crate::finding::{code_info, Severity};
 use crate::scorecard::CONTROLS;
-use crate::util::sanitize;
 
 /// Text for HTML: hazards shown as `\u{..}` first (the one sanitiser),
 /// then the markup characters escaped as for XML (`&apos;` is HTML5 too).
 /// Safe in element content and in quoted attributes.
 pub fn esc(s: &str) -> String {
-    crate::report::junit::xml_escape(&sanitize::escape(s))
+    crate::report::junit::xml_text(s)
 }
 
 const STYLE: &str = r#"

@@ -10,9 +10,17 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-/// The largest file read: selfprobe's reports of a million-entry workspace
-/// are a few MB; this bounds a hostile or mistaken input.
-pub const MAX_FILE: u64 = 64 << 20;
+/// The largest report `summary` and `diff` read (docs/fleet.md, "Limits"):
+/// selfprobe's reports of a million-entry workspace are a few MiB, and
+/// `inspect` takes at most 16 MiB of report and envelope together from a
+/// probe. A larger one is refused with this figure, which also bounds the
+/// memory a report costs (bench/RESULTS.md, "summary and diff memory").
+pub const MAX_REPORT: u64 = 16 << 20;
+/// The largest envelope or teardown statement: a report of MAX_REPORT in
+/// base64 (4/3), with room for the statement around it.
+pub const MAX_ENVELOPE: u64 = MAX_REPORT / 3 * 4 + (1 << 20);
+/// The largest file read at all (whatever it turns out to be).
+pub const MAX_FILE: u64 = MAX_ENVELOPE;
 /// The most files a summary takes from its directories.
 pub const MAX_FILES: usize = 100_000;
 /// How deep a directory walk goes below each directory given.
@@ -21,23 +29,44 @@ pub const MAX_DEPTH: usize = 8;
 pub const REPORT_SCHEMA_PREFIX: &str = "https://selfprobe.dev/schema/report/";
 pub const INSPECTION_SCHEMA: &str = "https://selfprobe.dev/schema/inspection/v1";
 
+/// The largest inspection.json read (as teardown reads it): a thousand
+/// containers' records and comparisons.
+pub const MAX_INSPECTION: u64 = 64 << 20;
+
 /// Reads a whole file of at most MAX_FILE bytes: O_NONBLOCK so a FIFO
 /// planted in its place does not hang the open, regular files only, and
 /// with `follow` false, never through a final symlink.
 pub fn read_capped(path: &Path, follow: bool) -> Result<Vec<u8>, String> {
+    read_at_most(path, follow, MAX_FILE).map_err(|e| match e {
+        Capped::Larger => format!(
+            "{}: larger than {} MiB, the most an envelope or teardown statement may be ({} MiB for a report): refused",
+            path.display(),
+            MAX_FILE >> 20,
+            MAX_REPORT >> 20
+        ),
+        Capped::Unreadable(e) => e,
+    })
+}
+
+pub enum Capped {
+    Larger,
+    Unreadable(String),
+}
+
+/// `read_capped` with another cap.
+pub fn read_at_most(path: &Path, follow: bool, max: u64) -> Result<Vec<u8>, Capped> {
     let read = if follow {
-        crate::host::read_regular(path, MAX_FILE + 1)
+        crate::host::read_regular(path, max + 1)
     } else {
-        crate::host::read_regular_nofollow(path, MAX_FILE + 1)
+        crate::host::read_regular_nofollow(path, max + 1)
     };
     match read {
-        Ok(b) if b.len() as u64 > MAX_FILE => Err(format!(
-            "{}: larger than {} MiB: expected a selfprobe report, envelope or teardown statement",
-            path.display(),
-            MAX_FILE >> 20
-        )),
+        Ok(b) if b.len() as u64 > max => Err(Capped::Larger),
         Ok(b) => Ok(b),
-        Err(e) => Err(format!("{}: cannot read: {e}", path.display())),
+        Err(e) => Err(Capped::Unreadable(format!(
+            "{}: cannot read: {e}",
+            path.display()
+        ))),
     }
 }
 
@@ -74,6 +103,19 @@ pub fn classify(bytes: &[u8]) -> Result<Kind, String> {
             _ => Kind::Other,
         },
     )
+}
+
+/// A report of more than MAX_REPORT bytes is refused (an envelope is
+/// bounded by MAX_FILE, which keeps its payload near MAX_REPORT).
+pub fn check_report_size(shown: &str, len: usize) -> Result<(), String> {
+    if len as u64 > MAX_REPORT {
+        return Err(format!(
+            "{shown}: a report of {} bytes, more than the {} MiB a report may be: refused (docs/fleet.md, \"Limits\")",
+            len,
+            MAX_REPORT >> 20
+        ));
+    }
+    Ok(())
 }
 
 /// `classify`, but first from the shape the file's role leads one to

@@ -3,14 +3,15 @@
 //! scorecard controls (a score of 0 fails with the findings that set it and
 //! their fix; not assessed or not known is skipped, never passed) and, when
 //! a teardown statement was read, its result (remains fails, unknown is an
-//! error).
+//! error). Every string from an input goes through `xml_text`: the one
+//! sanitiser, then XML's escapes.
 
 use std::fmt::Write;
 
 use serde_json::Value;
 
 use super::summary::{Fleet, Workspace};
-use crate::report::junit::xml_escape;
+use crate::report::junit::xml_text;
 use crate::scorecard::CONTROLS;
 
 fn describe(f: &Value) -> String {
@@ -34,8 +35,8 @@ fn suite(w: &Workspace, out: &mut String) -> (usize, usize, usize, usize) {
         let _ = writeln!(
             cases,
             "    <testcase classname=\"{}\" name=\"{}\" time=\"0\">",
-            xml_escape(&cls),
-            xml_escape(name)
+            xml_text(&cls),
+            xml_text(name)
         );
         if let Some((kind, message, text)) = body {
             match kind {
@@ -44,22 +45,18 @@ fn suite(w: &Workspace, out: &mut String) -> (usize, usize, usize, usize) {
                 _ => skips += 1,
             }
             if kind == "skipped" {
-                let _ = writeln!(
-                    cases,
-                    "      <skipped message=\"{}\"/>",
-                    xml_escape(&message)
-                );
+                let _ = writeln!(cases, "      <skipped message=\"{}\"/>", xml_text(&message));
             } else {
                 let _ = writeln!(
                     cases,
                     "      <{kind} message=\"{}\" type=\"{kind}\">{}</{kind}>",
-                    xml_escape(&message),
-                    xml_escape(&text)
+                    xml_text(&message),
+                    xml_text(&text)
                 );
             }
         }
         if let Some(t) = out_text {
-            let _ = writeln!(cases, "      <system-out>{}</system-out>", xml_escape(&t));
+            let _ = writeln!(cases, "      <system-out>{}</system-out>", xml_text(&t));
         }
         cases.push_str("    </testcase>\n");
     };
@@ -123,7 +120,7 @@ fn suite(w: &Workspace, out: &mut String) -> (usize, usize, usize, usize) {
     let _ = write!(
         out,
         "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{fails}\" errors=\"{errs}\" skipped=\"{skips}\" time=\"0\">\n{cases}  </testsuite>\n",
-        xml_escape(&w.name)
+        xml_text(&w.name)
     );
     (tests, fails, errs, skips)
 }

@@ -67,16 +67,31 @@ fn diff_side(
     key: Option<&VerifyingKey>,
     warnings: &mut Vec<String>,
 ) -> Result<(Value, diff::Side), Stop> {
-    let shown = path.display().to_string();
     let bytes = input::read_capped(path, true).map_err(|e| usage(format!("{label}: {e}")))?;
-    let kind = input::classify(&bytes).map_err(|e| {
+    diff_side_of(label, &path.display().to_string(), &bytes, key, warnings)
+}
+
+/// One side of a diff from its bytes (the fuzz target's way in).
+pub fn diff_side_of(
+    label: &str,
+    shown: &str,
+    bytes: &[u8],
+    key: Option<&VerifyingKey>,
+    warnings: &mut Vec<String>,
+) -> Result<(Value, diff::Side), Stop> {
+    let shown = shown.to_string();
+    let kind = input::classify(bytes).map_err(|e| {
         usage(format!(
             "{label}: {shown}: {e}: expected a selfprobe JSON report or DSSE envelope"
         ))
     })?;
+    if kind == input::Kind::Report {
+        input::check_report_size(&shown, bytes.len())
+            .map_err(|e| usage(format!("{label}: {e}")))?;
+    }
     let (report, verified_by) = match (kind, key) {
         (input::Kind::Report, None) => (
-            serde_json::from_slice::<Value>(&bytes)
+            serde_json::from_slice::<Value>(bytes)
                 .map_err(|e| usage(format!("{label}: {shown}: not JSON ({e})")))?,
             None,
         ),
@@ -93,7 +108,7 @@ fn diff_side(
                 pubkey: *k,
                 nonce: None,
                 binary_sha256: None,
-                envelope: Some((&shown, &bytes)),
+                envelope: Some((&shown, bytes)),
                 sshsig: None,
             });
             if !v.valid() {
@@ -111,7 +126,7 @@ fn diff_side(
             (v.attested.unwrap_or_default(), Some(v.keyid))
         }
         (input::Kind::Envelope, None) => {
-            let env: crate::attest::dsse::Envelope = serde_json::from_slice(&bytes)
+            let env: crate::attest::dsse::Envelope = serde_json::from_slice(bytes)
                 .map_err(|e| usage(format!("{label}: {shown}: not a DSSE envelope ({e})")))?;
             let st: Value = crate::util::codec::b64_decode(&env.payload)
                 .and_then(|p| serde_json::from_slice(&p).ok())

@@ -4,6 +4,7 @@
 //! run carries only the rules its results use, so a thousand workspaces do
 //! not repeat the whole catalog a thousand times. A workspace that did not
 //! verify is a run whose invocation did not succeed, with the reason.
+//! Every string in a run goes through the one sanitiser (`inert`).
 
 use std::collections::BTreeMap;
 
@@ -13,6 +14,30 @@ use super::summary::{Fleet, Workspace};
 use crate::finding::code_info;
 use crate::report::sarif::{result_json, rule, SARIF_SCHEMA};
 use crate::scorecard::CONTROLS;
+use crate::util::sanitize;
+
+/// Every string of a run, keys too, through the one sanitiser: the run
+/// carries the workspaces' own words (names, messages, evidence), and a
+/// SARIF viewer shows them as they are, bidi and zero-width characters
+/// included. serde_json escapes only the C0 controls.
+fn inert(v: &mut Value) {
+    match v {
+        Value::String(s) if s.chars().any(sanitize::is_hazard) => *s = sanitize::escape(s),
+        Value::Array(a) => a.iter_mut().for_each(inert),
+        Value::Object(o) => {
+            if o.keys().any(|k| k.chars().any(sanitize::is_hazard)) {
+                let old = std::mem::take(o);
+                for (k, mut x) in old {
+                    inert(&mut x);
+                    o.insert(sanitize::escape(&k), x);
+                }
+            } else {
+                o.values_mut().for_each(inert);
+            }
+        }
+        _ => {}
+    }
+}
 
 fn run(w: &Workspace) -> Value {
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
@@ -96,7 +121,9 @@ pub fn render(f: &Fleet) -> String {
         if i > 0 {
             out.push_str(",\n");
         }
-        out.push_str(&serde_json::to_string(&run(w)).unwrap_or_else(|_| "{}".into()));
+        let mut r = run(w);
+        inert(&mut r);
+        out.push_str(&serde_json::to_string(&r).unwrap_or_else(|_| "{}".into()));
     }
     out.push_str("\n]}\n");
     out

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::keys::VerifyingKey;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::input::{self, Group, Kind, Role};
@@ -247,46 +248,98 @@ fn check_envelope(path: &str, bytes: &[u8], opts: &Options, nonce: Option<&str>)
     c
 }
 
-/// What an inspection.json says of each container, by name.
+/// What an inspection.json says of each container, by the stem of its
+/// files (util/filename.rs: the names of containers may spell each other's
+/// files, the stems cannot).
 #[derive(Debug, Default, Clone)]
 pub struct Inspected {
+    /// The container's name as the engine gave it.
+    pub name: String,
     pub not_probed: Option<String>,
     pub report: Option<String>,
     pub exit: Option<Exit>,
     pub findings: Vec<Value>,
 }
 
+/// The part of inspection.json a summary uses (docs/inspection-directory.md),
+/// read as typed values: the records and comparisons are skipped unbuilt.
+#[derive(Deserialize)]
+struct InspectionDoc {
+    #[serde(default)]
+    containers: Vec<InspectionEntry>,
+}
+
+#[derive(Deserialize)]
+struct InspectionEntry {
+    name: Option<String>,
+    not_probed: Option<String>,
+    report: Option<String>,
+    envelope: Option<String>,
+    exit: Option<i64>,
+    #[serde(default)]
+    findings: Vec<Value>,
+}
+
 fn read_inspection(path: &Path, errors: &mut Vec<String>) -> BTreeMap<String, Inspected> {
-    let mut out = BTreeMap::new();
-    let doc: Value = match input::read_capped(path, false).and_then(|b| {
-        serde_json::from_slice(&b).map_err(|e| format!("{}: not JSON ({e})", path.display()))
-    }) {
-        Ok(v) => v,
-        Err(e) => {
+    match input::read_at_most(path, false, input::MAX_INSPECTION) {
+        Ok(b) => parse_inspection(path, &b, errors),
+        Err(input::Capped::Larger) => {
+            errors.push(format!(
+                "{}: larger than {} MiB, the most an inspection.json may be: refused",
+                path.display(),
+                input::MAX_INSPECTION >> 20
+            ));
+            BTreeMap::new()
+        }
+        Err(input::Capped::Unreadable(e)) => {
             errors.push(e);
+            BTreeMap::new()
+        }
+    }
+}
+
+/// inspection.json's containers by the stem of their files.
+pub fn parse_inspection(
+    path: &Path,
+    bytes: &[u8],
+    errors: &mut Vec<String>,
+) -> BTreeMap<String, Inspected> {
+    let mut out = BTreeMap::new();
+    let doc: InspectionDoc = match serde_json::from_slice(bytes) {
+        Ok(d) => d,
+        Err(e) => {
+            errors.push(format!(
+                "{}: not an inspection ({e}): expected what `selfprobe inspect` wrote",
+                path.display()
+            ));
             return out;
         }
     };
-    for c in doc
-        .get("containers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let Some(name) = str_at(c, "/name") else {
+    for c in doc.containers {
+        let Some(name) = c.name else {
             continue;
         };
+        // The stem of the files inspection.json names, else the one the
+        // name gives (a container not probed has no files).
+        let named = c
+            .report
+            .as_deref()
+            .and_then(|f| f.strip_suffix(".json"))
+            .or_else(|| {
+                c.envelope
+                    .as_deref()
+                    .and_then(|f| f.strip_suffix(".intoto.json"))
+            })
+            .map(str::to_string);
+        let stem = named.unwrap_or_else(|| crate::util::filename::stem(&name));
         out.insert(
-            name,
+            stem,
             Inspected {
-                not_probed: str_at(c, "/not_probed"),
-                report: str_at(c, "/report").or_else(|| str_at(c, "/envelope")),
-                exit: exit_of(c.get("exit").and_then(Value::as_i64)),
-                findings: c
-                    .get("findings")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default(),
+                name,
+                not_probed: c.not_probed,
+                report: c.report.or(c.envelope),
+                exit: exit_of(c.exit),
+                findings: c.findings,
             },
         );
     }
@@ -315,8 +368,25 @@ fn worst(findings: &[Value]) -> Option<Severity> {
 
 /// One workspace's row, from its files.
 fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
+    row_with(g, opts, inspected, &input::read_capped)
+}
+
+/// How a row's files are read: `input::read_capped` (path, follow a final
+/// symlink); the fuzz target hands in bytes from memory instead.
+pub type Reader<'a> = &'a dyn Fn(&Path, bool) -> Result<Vec<u8>, String>;
+
+/// One workspace's row from its files, each read by `read` (bounded by
+/// it) and classified, verified and tabulated here.
+pub fn row_with(
+    g: &Group,
+    opts: &Options,
+    inspected: Option<&Inspected>,
+    read: Reader,
+) -> Workspace {
     let mut w = Workspace {
-        name: g.name.clone(),
+        // The container's own name where an inspection gives it; the files'
+        // stem otherwise.
+        name: inspected.map_or_else(|| g.name.clone(), |i| i.name.clone()),
         source: g
             .dir
             .as_ref()
@@ -360,7 +430,7 @@ fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
     crate::util::sort::sort(&mut files);
     for (role, path) in &files {
         let shown = path.display().to_string();
-        let bytes = match input::read_capped(path, g.explicit) {
+        let bytes = match read(path, g.explicit) {
             Ok(b) => b,
             Err(e) => {
                 w.problems.push(e);
@@ -371,7 +441,12 @@ fn row(g: &Group, opts: &Options, inspected: Option<&Inspected>) -> Workspace {
             Err(e) => w.problems.push(format!(
                 "{shown}: {e}: expected a selfprobe report, DSSE envelope or teardown statement"
             )),
-            Ok(Kind::Report) if report_file.is_none() => report_file = Some((shown, bytes)),
+            Ok(Kind::Report) if report_file.is_none() => {
+                match input::check_report_size(&shown, bytes.len()) {
+                    Ok(()) => report_file = Some((shown, bytes)),
+                    Err(e) => w.problems.push(e),
+                }
+            }
             Ok(Kind::Report) => w
                 .problems
                 .push(format!("{shown}: a second report for {:?}", g.name)),
@@ -641,18 +716,47 @@ pub fn summarize(paths: &[PathBuf], opts: &Options) -> Fleet {
 /// The rows, on as many threads as there are CPUs (at most 8): verifying a
 /// thousand envelopes is SHA-512 and JSON parsing, and each row is
 /// independent. The order is the input's.
+/// A row whose files are larger than this in all is a big one.
+const BIG_ROW: u64 = 1 << 20;
+/// Big rows read at once.
+const BIG_AT_ONCE: usize = 2;
+
 fn rows_parallel(
     groups: &[Group],
     opts: &Options,
     inspected: &BTreeMap<PathBuf, BTreeMap<String, Inspected>>,
 ) -> Vec<Workspace> {
+    // A row costs about eight times its files in memory while it is read
+    // (bench/RESULTS.md): rows whose files pass BIG_ROW take turns, at most
+    // BIG_AT_ONCE at a time, so the peak stays near that many reports of
+    // the largest size (docs/fleet.md, Limits) however many CPUs there are.
+    let big = (std::sync::Mutex::new(0usize), std::sync::Condvar::new());
     let one = |g: &Group| {
         let i = g
             .dir
             .as_ref()
             .and_then(|d| inspected.get(d))
             .and_then(|m| m.get(&g.name));
-        row(g, opts, i)
+        let bytes: u64 = g
+            .files
+            .iter()
+            .filter_map(|(_, p)| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum();
+        if bytes <= BIG_ROW {
+            return row(g, opts, i);
+        }
+        let (count, turn) = &big;
+        let mut n = count.lock().unwrap_or_else(|e| e.into_inner());
+        while *n >= BIG_AT_ONCE {
+            n = turn.wait(n).unwrap_or_else(|e| e.into_inner());
+        }
+        *n += 1;
+        drop(n);
+        let w = row(g, opts, i);
+        *count.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        turn.notify_one();
+        w
     };
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())

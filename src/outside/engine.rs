@@ -104,6 +104,25 @@ pub fn failure(what: &str, c: &Captured) -> String {
 }
 
 impl Engine {
+    /// An engine known only by its kind, with Docker's defaults (seccomp
+    /// on, Docker's default capabilities), asked nothing: for reading
+    /// records and reports without a CLI (the fuzz targets).
+    pub fn offline(kind: EngineKind) -> Engine {
+        Engine {
+            name: kind,
+            cli: PathBuf::from(kind.as_str()),
+            version: String::new(),
+            rootless: false,
+            userns_remap: false,
+            seccomp: true,
+            default_caps: super::record::DOCKER_DEFAULT_CAPS
+                .iter()
+                .map(|c| c.to_string())
+                .collect(),
+            runtimes: BTreeMap::new(),
+        }
+    }
+
     /// Finds the CLI of `kind` (default: docker, else podman) and asks the
     /// engine about itself: an engine that does not answer is an error here,
     /// before any container is touched.

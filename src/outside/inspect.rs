@@ -241,26 +241,10 @@ impl ContainerResult {
     }
 }
 
-/// `<name>` for file names (docs/inspection-directory.md): the engine's characters kept,
-/// any other replaced by `_`, never `.` or `..`.
+/// `<stem>` of a container's files (docs/inspection-directory.md): never a
+/// path, never another container's, never one of the directory's own files.
 pub fn file_stem(name: &str) -> String {
-    let mut s: String = name
-        .trim_start_matches('/')
-        .chars()
-        .enumerate()
-        .map(|(i, c)| {
-            let ok = c.is_ascii_alphanumeric() || (i > 0 && matches!(c, '_' | '.' | '-'));
-            if ok {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if s.is_empty() {
-        s.push('_');
-    }
-    s
+    crate::util::filename::stem(name)
 }
 
 /// Random bytes as hex, from the OS.
@@ -397,13 +381,17 @@ pub fn inspect(opts: &Options, signer: &Signer) -> Result<Inspection, InspectErr
     } else {
         opts.containers.clone()
     };
-    let (records, missing) = engine
+    let (mut records, missing) = engine
         .inspect(&refs, Instant::now() + opts.timeout)
         .map_err(gone)?;
     let mut images: Vec<String> = records.iter().map(|r| r.image_id.clone()).collect();
     crate::util::sort::sort(&mut images);
     images.dedup();
     let digests = engine.image_digests(&images, Instant::now() + opts.timeout);
+    // A container named twice (by name and by id) is probed once: its
+    // files have one name.
+    let mut seen = std::collections::BTreeSet::new();
+    records.retain(|r| seen.insert(r.id.clone()));
     let shared = Shared {
         engine: &engine,
         opts,
@@ -973,7 +961,7 @@ fn note_removal(c: &mut ContainerResult, out: &Captured) {
 
 /// The run's stdout: the JSON report, then the DSSE envelope (`--attest
 /// -`), each as the probe wrote it. Anything else is "not probed".
-fn read_run(out: &Captured) -> Result<(Vec<u8>, Vec<u8>, Value), String> {
+pub fn read_run(out: &Captured) -> Result<(Vec<u8>, Vec<u8>, Value), String> {
     if let Some(which) = out.overflow {
         return Err(format!(
             "the probe wrote more than {} MiB on {which}: not a report (it was killed)",
@@ -1327,9 +1315,18 @@ pub fn write(insp: &mut Inspection, json: &str) -> Result<(), String> {
     };
     let mut nonces =
         String::from("# selfprobe inspect: one line per probed container, <name> <nonce>\n");
+    // Stems are injective (util/filename.rs); this holds it here too, so no
+    // container's files are ever written over another's.
+    let mut stems = std::collections::BTreeSet::new();
     for c in &insp.containers {
         if let Some((r, e)) = &c.files {
             let stem = file_stem(&c.name);
+            if !stems.insert(stem.clone()) {
+                return Err(format!(
+                    "two containers have the files {stem}.json: not written over (internal: their names are {:?})",
+                    sanitize::escape(&c.name)
+                ));
+            }
             put(&format!("{stem}.json"), r)?;
             put(&format!("{stem}.intoto.json"), e)?;
         }
@@ -1385,15 +1382,6 @@ mod tests {
             duration: Duration::ZERO,
             reason: None,
         }
-    }
-
-    #[test]
-    fn names_never_make_paths() {
-        assert_eq!(file_stem("/web-1"), "web-1");
-        assert_eq!(file_stem("a/../b"), "a_.._b");
-        assert_eq!(file_stem(".."), "_.");
-        assert_eq!(file_stem(""), "_");
-        assert_eq!(file_stem("ok_name.2"), "ok_name.2");
     }
 
     #[test]

@@ -149,25 +149,46 @@ pub enum TeardownError {
 }
 
 /// What teardown takes from an inspection of one container.
-struct Inspected {
-    id: String,
-    name: String,
-    image: String,
-    nonce: String,
-    volumes: Vec<(String, bool, String)>,
-    canaries: Vec<(String, String, Option<String>)>,
+pub struct Inspected {
+    pub id: String,
+    pub name: String,
+    pub image: String,
+    pub nonce: String,
+    pub volumes: Vec<(String, bool, String)>,
+    pub canaries: Vec<(String, String, Option<String>)>,
 }
 
-fn read_inspection(dir: &Path) -> Result<(String, EngineKind, String, Vec<Inspected>), String> {
+/// What teardown takes from an inspection: its id, engine, the keyid of
+/// its key, and each container.
+pub type FromInspection = (String, EngineKind, String, Vec<Inspected>);
+
+fn read_inspection(dir: &Path) -> Result<FromInspection, String> {
     let path = dir.join("inspection.json");
-    let bytes = crate::host::read_regular_nofollow(&path, MAX_INSPECTION).map_err(|e| {
+    let bytes = crate::host::read_regular_nofollow(&path, MAX_INSPECTION + 1).map_err(|e| {
         format!(
             "{}: {e}: expected the directory `selfprobe inspect --out-dir` wrote",
             path.display()
         )
     })?;
-    let v: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("{}: not JSON ({e})", path.display()))?;
+    if bytes.len() as u64 > MAX_INSPECTION {
+        return Err(format!(
+            "{}: larger than {} MiB, the most an inspection.json may be: refused",
+            path.display(),
+            MAX_INSPECTION >> 20
+        ));
+    }
+    let nonces = read_nonces(&dir.join("nonces"));
+    parse_inspection(&path, &bytes, &nonces)
+}
+
+/// inspection.json's bytes as teardown reads them (`nonces`: DIR/nonces).
+pub fn parse_inspection(
+    path: &Path,
+    bytes: &[u8],
+    nonces: &BTreeMap<String, String>,
+) -> Result<FromInspection, String> {
+    let v: Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("{}: not JSON ({e})", path.display()))?;
     if v.get("schema").and_then(Value::as_str) != Some(super::inspect::SCHEMA) {
         return Err(format!(
             "{}: not an inspection (schema is not {})",
@@ -191,7 +212,6 @@ fn read_inspection(dir: &Path) -> Result<(String, EngineKind, String, Vec<Inspec
             ))
         }
     };
-    let nonces = read_nonces(&dir.join("nonces"));
     let mut out = Vec::new();
     for c in v
         .get("containers")
@@ -250,8 +270,13 @@ fn read_inspection(dir: &Path) -> Result<(String, EngineKind, String, Vec<Inspec
 /// DIR/nonces: `<name> <nonce>` per line, `#` comments.
 pub fn read_nonces(path: &Path) -> BTreeMap<String, String> {
     let text = crate::host::read_regular_nofollow(path, 1 << 20).unwrap_or_default();
-    String::from_utf8_lossy(&text)
-        .lines()
+    parse_nonces(&String::from_utf8_lossy(&text))
+}
+
+/// DIR/nonces' text: a line that is not `<name> <nonce>` is passed over (a
+/// container without its nonce is then checked against inspection.json's).
+pub fn parse_nonces(text: &str) -> BTreeMap<String, String> {
+    text.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .filter_map(|l| {
@@ -495,17 +520,7 @@ fn look(
         1,
         deadline,
         move |p: &PathBuf| match crate::host::read_regular_nofollow(p, MAX_CANARY) {
-            Ok(bytes) => match serde_json::from_slice::<Canary>(&bytes) {
-                Ok(c) => {
-                    let mut sig = c.signature_state();
-                    let ours = c.signature.as_ref().is_some_and(|s| s.keyid == keyid);
-                    if c.nonce.as_deref() != Some(nonce.as_str()) || !ours {
-                        sig = "invalid";
-                    }
-                    Ok(Some(sig))
-                }
-                Err(_) => Ok(Some("invalid")),
-            },
+            Ok(bytes) => Ok(Some(canary_signature(&bytes, &nonce, &keyid))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(format!("{}: {e}", p.display())),
         },
@@ -514,6 +529,24 @@ fn look(
         .next()
         .flatten()
         .unwrap_or_else(|| Err("the volume's directory did not answer before the deadline".into()))
+}
+
+/// A canary file's bytes, as found: "valid" only when it is a canary of
+/// this nonce signed by the inspection's key (`keyid`), else "invalid" or
+/// "unsigned".
+pub fn canary_signature(bytes: &[u8], nonce: &str, keyid: &str) -> &'static str {
+    match serde_json::from_slice::<Canary>(bytes) {
+        Ok(c) => {
+            let sig = c.signature_state();
+            let ours = c.signature.as_ref().is_some_and(|s| s.keyid == keyid);
+            if c.nonce.as_deref() != Some(nonce) || !ours {
+                "invalid"
+            } else {
+                sig
+            }
+        }
+        Err(_) => "invalid",
+    }
 }
 
 /// The result and the Teardown control from what was seen.

@@ -537,6 +537,7 @@ impl Client {
         max: usize,
         deadline: Instant,
     ) -> Result<Response, String> {
+        check_request(target, headers)?;
         let tcp = connect(&url.host, url.port, &self.resolver, deadline)?;
         let mut conn = match url.scheme {
             Scheme::Http => Conn::Plain(tcp),
@@ -594,6 +595,34 @@ impl Client {
         let o = self.origin(s);
         format!("{}://{}", s.name(), o.authority())
     }
+}
+
+/// A request target (from a Location, a Link, a realm, a digest) holds
+/// only visible ASCII, and a header value no line break, or the request is
+/// not sent: a CR LF there would add a header or a request of the
+/// registry's choosing.
+pub fn check_request(target: &str, headers: &[(String, String)]) -> Result<(), String> {
+    if let Some(b) = target.bytes().find(|b| !(0x21..=0x7e).contains(b)) {
+        return Err(format!(
+            "the request target '{}' holds the byte 0x{b:02x}, which a request line may not carry: not sent",
+            sanitize::escape(&target.chars().take(120).collect::<String>())
+        ));
+    }
+    if target.is_empty() {
+        return Err("an empty request target: not sent".into());
+    }
+    for (k, v) in headers {
+        if k.bytes()
+            .chain(v.bytes())
+            .any(|b| matches!(b, b'\r' | b'\n' | 0))
+        {
+            return Err(format!(
+                "the header {} holds a line break: not sent",
+                sanitize::escape(&k.chars().take(60).collect::<String>())
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn io_text(e: &io::Error) -> String {
@@ -707,6 +736,20 @@ mod tests {
         assert!(Url::parse("ftp://x/").is_none());
         assert!(Url::parse("https://user:pw@x/").is_none(), "no userinfo");
         assert_eq!(Url::parse("http://h").unwrap().target, "/");
+    }
+
+    #[test]
+    fn request_lines_carry_no_break_or_space() {
+        assert_eq!(check_request("/v2/app/manifests/sha256:ab", &[]), Ok(()));
+        for t in ["/v2/a\r\nX: 1", "/v2/a b", "/v2/\u{1b}", "/v2/\u{202e}", ""] {
+            let e = check_request(t, &[]).unwrap_err();
+            assert!(e.contains("not sent"), "{e}");
+            assert!(!e.chars().any(sanitize::is_hazard), "{e:?}");
+        }
+        let h = vec![("Authorization".to_string(), "Bearer a\r\nX: 1".to_string())];
+        assert!(check_request("/v2/", &h)
+            .unwrap_err()
+            .contains("line break"));
     }
 
     #[test]

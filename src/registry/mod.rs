@@ -69,6 +69,9 @@ const MAX_PAGES: usize = 16;
 /// Referrers listed: an image with more selfprobe attestations than this
 /// is not what this command is for.
 const MAX_REFERRERS: usize = 1000;
+/// What `attest fetch -o` writes in all: only verified envelopes, each at
+/// most MAX_BLOB, and this much together (docs/registry.md).
+pub const MAX_WRITTEN: u64 = 256 << 20;
 
 /// What ended a registry command: a usage error (exit 2: a bad reference,
 /// envelope or auth file) or a step that failed (exit 3: the registry
@@ -525,7 +528,7 @@ fn referrers(c: &mut Client) -> Result<(Vec<Referrer>, String), Error> {
     Ok((out, via))
 }
 
-fn collect(index: &[u8], out: &mut Vec<Referrer>) -> Result<(), String> {
+pub fn collect(index: &[u8], out: &mut Vec<Referrer>) -> Result<(), String> {
     let v: Value = serde_json::from_slice(index).map_err(|_| "not JSON".to_string())?;
     let list = v
         .get("manifests")
@@ -538,6 +541,11 @@ fn collect(index: &[u8], out: &mut Vec<Referrer>) -> Result<(), String> {
         let Some(d) = m.get("digest").and_then(Value::as_str) else {
             continue;
         };
+        // The digest goes into the next request line and onto a terminal:
+        // one that is not algorithm:hex ends the command (a registry that
+        // lists it is broken or hostile).
+        reference::check_digest(d)
+            .map_err(|e| format!("a referrer is listed with {e}; refused"))?;
         out.push(Referrer {
             digest: d.to_string(),
             artifact_type: m
@@ -574,6 +582,8 @@ pub struct Fetched {
     pub problems: Vec<String>,
     /// The verdict of `verify`, with --pubkey.
     pub verdict: Option<Verdict>,
+    /// Why -o did not write it (it did not verify).
+    pub not_written: Option<String>,
 }
 
 impl Fetched {
@@ -600,6 +610,11 @@ impl FetchOutcome {
 }
 
 pub fn fetch(opts: &Options, f: &FetchOptions, cleanup: &Cleanup) -> Result<FetchOutcome, Error> {
+    if f.out_dir.is_some() && f.pubkey.is_none() {
+        return Err(Error::Usage(
+            "attest fetch: -o writes only envelopes that verified: give --pubkey FILE (and --nonce) to verify them".into(),
+        ));
+    }
     if let Some(d) = &f.out_dir {
         if !d.is_dir() {
             return Err(Error::Usage(format!(
@@ -612,12 +627,13 @@ pub fn fetch(opts: &Options, f: &FetchOptions, cleanup: &Cleanup) -> Result<Fetc
     let (list, via) = referrers(&mut c)?;
     let mut fetched = Vec::new();
     let mut others = Vec::new();
+    let mut written = 0u64;
     for r in list {
         if r.artifact_type != ARTIFACT_TYPE {
             others.push((r.digest, r.artifact_type));
             continue;
         }
-        fetched.push(fetch_one(&mut c, &r, f, cleanup)?);
+        fetched.push(fetch_one(&mut c, &r, f, cleanup, &mut written)?);
     }
     Ok(FetchOutcome {
         reference: opts.reference.clone(),
@@ -629,11 +645,28 @@ pub fn fetch(opts: &Options, f: &FetchOptions, cleanup: &Cleanup) -> Result<Fetc
     })
 }
 
+/// Whether `-o` writes an envelope of `size` bytes: only one that verified,
+/// and only while the total stays within MAX_WRITTEN. Err: why not, for
+/// the output.
+pub fn may_write(verified: bool, size: u64, written: u64) -> Result<(), String> {
+    if !verified {
+        return Err("not written to -o: it did not verify".into());
+    }
+    if written.saturating_add(size) > MAX_WRITTEN {
+        return Err(format!(
+            "not written to -o: {size} bytes more would pass the {} MiB -o writes in all",
+            MAX_WRITTEN >> 20
+        ));
+    }
+    Ok(())
+}
+
 fn fetch_one(
     c: &mut Client,
     r: &Referrer,
     f: &FetchOptions,
     cleanup: &Cleanup,
+    written: &mut u64,
 ) -> Result<Fetched, Error> {
     let repo = c.reference.repository.clone();
     let mut out = Fetched {
@@ -644,6 +677,7 @@ fn fetch_one(
         file: None,
         problems: Vec::new(),
         verdict: None,
+        not_written: None,
     };
     let m = c.request(
         "GET",
@@ -727,16 +761,6 @@ fn fetch_one(
             .push("the envelope's bytes do not hash to the layer's digest".into());
         return Ok(out);
     }
-    if let Some(dir) = &f.out_dir {
-        let path = dir.join(format!("{}.intoto.json", &digest["sha256:".len()..]));
-        crate::host::write_whole(&path, &b.body, cleanup).map_err(|e| {
-            Error::Failed(format!(
-                "attest fetch: cannot write {}: {e}",
-                path.display()
-            ))
-        })?;
-        out.file = Some(path);
-    }
     if let Some(pk) = f.pubkey {
         let name = format!("{}@{}", c.reference.registry, digest);
         out.verdict = Some(verify::verify(&verify::Inputs {
@@ -746,6 +770,26 @@ fn fetch_one(
             envelope: Some((&name, &b.body)),
             sshsig: None,
         }));
+    }
+    // Written only once it verified, and within the total: a registry
+    // cannot fill the disk with blobs it calls envelopes.
+    if let Some(dir) = &f.out_dir {
+        let verified = out.problems.is_empty() && out.verdict.as_ref().is_some_and(Verdict::valid);
+        match may_write(verified, b.body.len() as u64, *written) {
+            Ok(()) => {
+                let path = dir.join(format!("{}.intoto.json", &digest["sha256:".len()..]));
+                crate::host::write_whole(&path, &b.body, cleanup).map_err(|e| {
+                    Error::Failed(format!(
+                        "attest fetch: cannot write {}: {e}",
+                        path.display()
+                    ))
+                })?;
+                *written += b.body.len() as u64;
+                out.file = Some(path);
+            }
+            Err(why) if verified => out.problems.push(why),
+            Err(why) => out.not_written = Some(why),
+        }
     }
     Ok(out)
 }
@@ -784,10 +828,44 @@ mod tests {
     }
 
     #[test]
+    fn only_verified_envelopes_are_written_and_within_the_total() {
+        assert!(may_write(false, 10, 0)
+            .unwrap_err()
+            .contains("did not verify"));
+        assert_eq!(may_write(true, 10, 0), Ok(()));
+        assert_eq!(may_write(true, 1, MAX_WRITTEN - 1), Ok(()));
+        let e = may_write(true, 2, MAX_WRITTEN - 1).unwrap_err();
+        assert!(e.contains("256 MiB"), "{e}");
+        assert!(may_write(true, u64::MAX, 1).is_err());
+    }
+
+    #[test]
+    fn referrer_digests_that_are_not_algorithm_hex_are_refused() {
+        for d in [
+            r"sha256:abc\r\nX-Injected: 1",
+            r"sha256:\u001b[31m",
+            r"sha256:\u202eabc",
+            "../../v2/x",
+        ] {
+            let body = format!(r#"{{"manifests":[{{"digest":"{d}","artifactType":"x"}}]}}"#);
+            let mut out = Vec::new();
+            let e = collect(body.as_bytes(), &mut out).unwrap_err();
+            assert!(e.contains("algorithm:hex") && e.contains("refused"), "{e}");
+            assert!(!e.chars().any(crate::util::sanitize::is_hazard), "{e:?}");
+            assert!(out.is_empty());
+        }
+    }
+
+    #[test]
     fn referrer_lists_keep_types_and_predicates() {
         let mut out = Vec::new();
         collect(
-            br#"{"manifests":[{"digest":"sha256:a","artifactType":"application/vnd.dsse.envelope.v1+json","annotations":{"in-toto.io/predicate-type":"p"}},{"digest":"sha256:b","artifactType":"application/spdx+json"},{"nodigest":1}]}"#,
+            format!(
+                r#"{{"manifests":[{{"digest":"sha256:{a}","artifactType":"application/vnd.dsse.envelope.v1+json","annotations":{{"in-toto.io/predicate-type":"p"}}}},{{"digest":"sha256:{b}","artifactType":"application/spdx+json"}},{{"nodigest":1}}]}}"#,
+                a = "a".repeat(64),
+                b = "b".repeat(64)
+            )
+            .as_bytes(),
             &mut out,
         )
         .unwrap();

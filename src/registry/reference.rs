@@ -139,6 +139,53 @@ impl fmt::Display for Reference {
     }
 }
 
+/// A digest from a registry's answer, checked before it is used in a
+/// request line or shown: `algorithm:hex` as the OCI image spec gives it
+/// (algorithm: lower-case letters and digits, components joined by `+`,
+/// `.`, `_` or `-`), with lower-case hex of the length the algorithm has
+/// (sha256: 64, sha512: 128; another: 32 to 128 digits). Err says what is
+/// wrong, with the value escaped and cut for a terminal.
+pub fn check_digest(d: &str) -> Result<(), String> {
+    let shown = || {
+        let mut s: String = d.chars().take(100).collect();
+        if d.chars().count() > 100 {
+            s.push('…');
+        }
+        crate::util::sanitize::escape(&s)
+    };
+    let bad = |why: &str| {
+        Err(format!(
+            "the digest '{}' {why}: expected algorithm:hex (e.g. sha256:<64 hex digits>)",
+            shown()
+        ))
+    };
+    let Some((alg, hex)) = d.split_once(':') else {
+        return bad("has no ':'");
+    };
+    let alg_ok = !alg.is_empty()
+        && alg.len() <= 32
+        && alg.split(['+', '.', '_', '-']).all(|c| {
+            !c.is_empty()
+                && c.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        });
+    if !alg_ok {
+        return bad("has an algorithm that is not lower-case letters and digits");
+    }
+    if !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return bad("holds more than lower-case hex digits after the ':'");
+    }
+    let len_ok = match alg {
+        "sha256" => hex.len() == 64,
+        "sha512" => hex.len() == 128,
+        _ => (32..=128).contains(&hex.len()),
+    };
+    if !len_ok {
+        return bad("has the wrong number of hex digits for its algorithm");
+    }
+    Ok(())
+}
+
 pub fn is_loopback_host(host: &str) -> bool {
     let h = host.trim_end_matches('.');
     h.eq_ignore_ascii_case("localhost") || h.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
@@ -255,6 +302,34 @@ mod tests {
         assert!(!Reference::parse(&format!("ghcr.io/o/app@{D}"))
             .unwrap()
             .is_loopback());
+    }
+
+    #[test]
+    fn registry_digests_are_algorithm_and_hex_or_refused() {
+        assert_eq!(check_digest(D), Ok(()));
+        assert_eq!(check_digest(&format!("sha512:{}", "a".repeat(128))), Ok(()));
+        assert_eq!(check_digest(&format!("blake3:{}", "0".repeat(64))), Ok(()));
+        for (bad, why) in [
+            ("sha256", "no ':'"),
+            (
+                &format!("{D}\r\nX-Injected: 1")[..],
+                "more than lower-case hex",
+            ),
+            ("sha256:\u{1b}[31mred", "more than lower-case hex"),
+            ("sha256:\u{202e}abc", "more than lower-case hex"),
+            (&format!("SHA256:{}", &D[7..])[..], "algorithm"),
+            (&format!("sha-:{}", &D[7..])[..], "algorithm"),
+            ("sha256:abc", "number of hex digits"),
+            (
+                &D.to_uppercase().replace("SHA256", "sha256")[..],
+                "more than lower-case hex",
+            ),
+            ("sha256:../../x", "more than lower-case hex"),
+        ] {
+            let e = check_digest(bad).unwrap_err();
+            assert!(e.contains(why), "{bad:?}: {e}");
+            assert!(!e.chars().any(crate::util::sanitize::is_hazard), "{e:?}");
+        }
     }
 
     #[test]

@@ -9,6 +9,11 @@ use super::text::sanitize;
 use crate::outside::inspect::{ContainerResult, Inspection, DOES_NOT_PROVE, PROVES};
 use crate::outside::teardown::Teardown;
 
+/// The widest a table cell or a reason line gets: a report, a name or an
+/// engine's answer can be megabytes, and one long cell would pad every row.
+const CELL: usize = 40;
+const LINE: usize = 1000;
+
 fn cut(s: &str, n: usize) -> String {
     let s = sanitize(s);
     if s.chars().count() <= n {
@@ -30,8 +35,11 @@ fn row(c: &ContainerResult, engine: &str) -> [String; 9] {
     [
         cut(&c.name, 28),
         cut(&c.image, 32),
-        g.map_or("-".into(), |g| sanitize(&g.boundary)),
-        format!("{engine}/{}", if rt.is_empty() { "?" } else { &rt }),
+        g.map_or("-".into(), |g| cut(&g.boundary, CELL)),
+        cut(
+            &format!("{engine}/{}", if rt.is_empty() { "?" } else { &rt }),
+            CELL,
+        ),
         g.and_then(|g| Some(format!("{}/{}", g.score?, g.max?)))
             .unwrap_or_else(|| "-".into()),
         g.and_then(|g| g.worst)
@@ -54,7 +62,7 @@ pub fn render(insp: &Inspection) -> String {
         "selfprobe inspect: {n} container{} on {} {} (inspection {})",
         if n == 1 { "" } else { "s" },
         insp.engine.name,
-        sanitize(&insp.engine.version),
+        cut(&insp.engine.version, 80),
         insp.id
     );
     let head = [
@@ -92,20 +100,20 @@ pub fn render(insp: &Inspection) -> String {
         let _ = writeln!(o, "{}", line.trim_end());
     }
     for c in &insp.containers {
-        let name = sanitize(&c.name);
+        let name = cut(&c.name, 200);
         if let Some(why) = &c.not_probed {
-            let _ = writeln!(o, "\n{name}: not probed: {}", sanitize(why));
+            let _ = writeln!(o, "\n{name}: not probed: {}", cut(why, LINE));
         }
         if let Some(i) = &c.instruction {
-            for l in i.lines() {
-                let _ = writeln!(o, "  {}", sanitize(l));
+            for l in i.lines().take(100) {
+                let _ = writeln!(o, "  {}", cut(l, LINE));
             }
         }
         if c.not_probed.is_none() && !c.verified {
             let _ = writeln!(o, "\n{name}: NOT VERIFIED");
         }
         for v in &c.verification {
-            let _ = writeln!(o, "  - {}", sanitize(v));
+            let _ = writeln!(o, "  - {}", cut(v, LINE));
         }
         if !c.disagreements.is_empty() {
             let _ = writeln!(
@@ -123,7 +131,7 @@ pub fn render(insp: &Inspection) -> String {
                     "  {:<8} {} {}",
                     f.severity.as_str().to_uppercase(),
                     f.code,
-                    sanitize(&f.message)
+                    cut(&f.message, LINE)
                 );
             }
         }
@@ -132,8 +140,8 @@ pub fn render(insp: &Inspection) -> String {
                 let _ = writeln!(
                     o,
                     "\n{name}: the probe placed at {} may remain: {}",
-                    sanitize(&p.path),
-                    sanitize(p.removal.as_deref().unwrap_or("not removed"))
+                    cut(&p.path, LINE),
+                    cut(p.removal.as_deref().unwrap_or("not removed"), LINE)
                 );
             }
         }
@@ -173,7 +181,7 @@ pub fn render_teardown(t: &Teardown) -> String {
     let _ = writeln!(
         o,
         "selfprobe teardown: inspection {} ({} container{})",
-        sanitize(&t.inspection),
+        cut(&t.inspection, 80),
         t.containers.len(),
         if t.containers.len() == 1 { "" } else { "s" }
     );
@@ -181,7 +189,7 @@ pub fn render_teardown(t: &Teardown) -> String {
         let _ = writeln!(
             o,
             "\n{}: {} (teardown score {}{})",
-            sanitize(&c.name),
+            cut(&c.name, 200),
             c.result,
             c.control.score,
             if c.control.status == "assessed" {
@@ -205,8 +213,8 @@ pub fn render_teardown(t: &Teardown) -> String {
                 Some(true) => match &v.retained {
                     Some(r) => format!(
                         "remains, retained by {} until {}",
-                        sanitize(&r.owner),
-                        sanitize(&r.expires)
+                        cut(&r.owner, 200),
+                        cut(&r.expires, 40)
                     ),
                     None => "remains, unowned".to_string(),
                 },
@@ -215,7 +223,7 @@ pub fn render_teardown(t: &Teardown) -> String {
             let _ = writeln!(
                 o,
                 "  volume     {} ({}): {state}",
-                sanitize(&v.name),
+                cut(&v.name, 200),
                 if v.anonymous { "anonymous" } else { "named" }
             );
         }
@@ -223,8 +231,8 @@ pub fn render_teardown(t: &Teardown) -> String {
             let _ = writeln!(
                 o,
                 "  canary     {} in {}: {}",
-                sanitize(&k.run),
-                sanitize(k.volume.as_deref().unwrap_or("-")),
+                cut(&k.run, 80),
+                cut(k.volume.as_deref().unwrap_or("-"), 200),
                 match k.found {
                     Some(true) => "found",
                     Some(false) => "not found",
@@ -238,12 +246,12 @@ pub fn render_teardown(t: &Teardown) -> String {
                 "  {:<8} {} {}",
                 f.severity.as_str().to_uppercase(),
                 f.code,
-                sanitize(&f.message)
+                cut(&f.message, LINE)
             );
         }
-        let _ = writeln!(o, "  reason     {}", sanitize(&c.control.reason));
+        let _ = writeln!(o, "  reason     {}", cut(&c.control.reason, LINE));
         if let Some(s) = &c.statement {
-            let _ = writeln!(o, "  statement  {}", sanitize(s));
+            let _ = writeln!(o, "  statement  {}", cut(s, LINE));
         }
     }
     let _ = writeln!(

@@ -29,6 +29,14 @@ pub fn xml_escape(s: &str) -> String {
     o
 }
 
+/// Text from an input (a report, a name) for XML: the one sanitiser first
+/// (bidi, zero-width and tag characters shown as `\u{..}`, which XML would
+/// carry as they are), then the markup characters. Safe in element content
+/// and in quoted attributes, for JUnit and HTML alike.
+pub fn xml_text(s: &str) -> String {
+    xml_escape(&crate::util::sanitize::escape(s))
+}
+
 fn describe(f: &Finding) -> String {
     format!("[{}] {} {}: {}", f.severity, f.code, f.subject, f.message)
 }

@@ -25,9 +25,9 @@ pub fn push(p: &PushOutcome) -> String {
         let _ = writeln!(
             o,
             "  attached   {}  {} ({}, {} bytes{}, predicate {})",
-            e.manifest_digest,
+            sanitize(&e.manifest_digest),
             sanitize(&e.file),
-            e.blob_digest,
+            sanitize(&e.blob_digest),
             e.size,
             if e.uploaded {
                 ""
@@ -43,7 +43,7 @@ pub fn push(p: &PushOutcome) -> String {
             );
         }
     }
-    let _ = writeln!(o, "  referrers  {}", p.referrers);
+    let _ = writeln!(o, "  referrers  {}", sanitize(&p.referrers));
     let _ = writeln!(o, "  transport  {}", sanitize(&p.session.transport));
     let _ = writeln!(o, "  auth       {}", sanitize(&p.session.auth));
     o
@@ -72,11 +72,11 @@ pub fn fetch(f: &FetchOutcome) -> String {
         let _ = writeln!(
             o,
             "\n{status}  {}  envelope {}, {} bytes, predicate {}",
-            e.manifest_digest,
+            sanitize(&e.manifest_digest),
             if e.blob_digest.is_empty() {
-                "-"
+                "-".to_string()
             } else {
-                &e.blob_digest
+                sanitize(&e.blob_digest)
             },
             e.size,
             sanitize(e.predicate_type.as_deref().unwrap_or("-"))
@@ -87,6 +87,9 @@ pub fn fetch(f: &FetchOutcome) -> String {
         if let Some(path) = &e.file {
             let _ = writeln!(o, "  written to {}", sanitize(&path.display().to_string()));
         }
+        if let Some(why) = &e.not_written {
+            let _ = writeln!(o, "  {}", sanitize(why));
+        }
         if let Some(v) = &e.verdict {
             for line in super::verify::render(v).lines() {
                 let _ = writeln!(o, "  | {line}");
@@ -96,7 +99,8 @@ pub fn fetch(f: &FetchOutcome) -> String {
     for (d, t) in &f.others {
         let _ = writeln!(
             o,
-            "\nother      {d}  artifactType {}: not a DSSE envelope, left alone",
+            "\nother      {}  artifactType {}: not a DSSE envelope, left alone",
+            sanitize(d),
             sanitize(if t.is_empty() { "(none)" } else { t })
         );
     }

@@ -6,6 +6,7 @@ pub mod command;
 pub mod der;
 pub mod digest;
 pub mod embedded;
+pub mod filename;
 pub mod glob;
 pub mod http1;
 pub mod jsonc;

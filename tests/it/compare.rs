@@ -530,7 +530,7 @@ fn summary_of_an_inspection_directory_and_of_hand_copied_files() {
     };
     assert!(line("laptop").contains("VERIFIED (signature)"), "{out}");
     assert!(line("ci-runner").contains("cannot be verified"), "{out}");
-    assert!(line("huge").contains("larger than 64 MiB"), "{out}");
+    assert!(line("huge").contains("larger than 22 MiB"), "{out}");
     assert!(
         out.contains("nowhere") && err.contains("nowhere"),
         "a missing path is named: {out}{err}"

@@ -52,3 +52,4 @@ mod sentences;
 mod signals;
 mod size;
 mod teardown;
+mod untrusted;

@@ -342,22 +342,30 @@ fn sha256_read(mut r: impl Read, p: &Path) -> Result<String, String> {
 }
 
 /// The SHA-256 of a file on the host a container's creator named (a
-/// bind-mounted probe's source), when it is a regular file of `len` bytes:
+/// bind-mounted probe's source) when it can be the binary of `len` bytes:
 /// opened without blocking (a FIFO put there later does not hang the
-/// inspection), its type and size checked on the open file. None: it is
-/// not, and so not the binary of that size.
-fn sha256_if(p: &Path, len: u64) -> Result<Option<String>, String> {
+/// inspection), its type and size checked on the open file. Err: why it
+/// is not (or cannot be read).
+fn sha256_if(p: &Path, len: u64) -> Result<String, String> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
         .open(p)
-        .map_err(|e| format!("{}: {e}", p.display()))?;
-    let meta = f.metadata().map_err(|e| format!("{}: {e}", p.display()))?;
-    if !meta.is_file() || meta.len() != len {
-        return Ok(None);
+        .map_err(|e| format!("it cannot be read: {e}"))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| format!("it cannot be read: {e}"))?;
+    if !meta.is_file() {
+        return Err("it is not a regular file".into());
     }
-    sha256_read(f.take(len), p).map(Some)
+    if meta.len() != len {
+        return Err(format!(
+            "it is {} bytes, the inspector's binary {len}",
+            meta.len()
+        ));
+    }
+    sha256_read(f.take(len), p)
 }
 
 fn stage(binary: &Path, policy: Option<&Path>) -> Result<(Staged, String), String> {
@@ -959,18 +967,23 @@ fn place(sh: &Shared, rec: &Record, cand: &Candidate, until: Instant) -> Result<
         let len = std::fs::metadata(&sh.staged.binary)
             .map_err(|e| format!("the staged binary: {e}"))?
             .len();
-        let sha = sha256_if(Path::new(host), len)
-            .map_err(|e| format!("bind-mounted from {host}, which cannot be read: {e}"))?;
-        if sha.as_deref() != Some(sh.binary_sha) {
-            return Err(format!(
-                "bind-mounted by the container's creator from {host}, which is not the inspector's binary ({}): not run",
-                match sha {
-                    Some(s) => format!("SHA-256 {s}, not {}", sh.binary_sha),
-                    None => format!("not a regular file of its {len} bytes"),
-                }
-            ));
-        }
-        return Ok(placed(sha.unwrap_or_default(), None, "", None, None));
+        let sha = sha256_if(Path::new(host), len).and_then(|s| {
+            if s == sh.binary_sha {
+                Ok(s)
+            } else {
+                Err(format!(
+                    "its SHA-256 is {s}, the inspector's binary's {}",
+                    sh.binary_sha
+                ))
+            }
+        });
+        let sha = sha.map_err(|why| {
+            format!(
+                "bind-mounted by the container's creator from {}, which is not the inspector's binary ({why}): not run",
+                sanitize::escape(host)
+            )
+        })?;
+        return Ok(placed(sha, None, "", None, None));
     }
     let mut refused = None;
     if cand.method == Method::Rootfs {

@@ -1447,6 +1447,11 @@ fn mounts(c: &mut Cmp, r: &Report, sandbox: bool) {
             continue;
         }
         let mp = point(im);
+        // --ipc host: the engine binds the host's /dev/shm, which is not in
+        // its Mounts (under gVisor it is a 9p bind like any other).
+        if mp == "/dev/shm" && rec.shares_host("ipc") {
+            continue;
+        }
         let known = rec.mounts.iter().any(|m| {
             let d = c.ctx.resolve(&m.destination).trim_end_matches('/');
             mp.trim_end_matches('/') == d || super::placement::within(&mp, d)

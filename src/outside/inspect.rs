@@ -456,9 +456,12 @@ pub fn inspect(opts: &Options, signer: &Signer) -> Result<Inspection, InspectErr
     } else {
         opts.containers.clone()
     };
-    let (records, missing) = engine
+    let (mut records, missing) = engine
         .inspect(&refs, Instant::now() + opts.timeout)
         .map_err(gone)?;
+    for r in &mut records {
+        engine.settle(r);
+    }
     let mut images: Vec<String> = records.iter().map(|r| r.image_id.clone()).collect();
     crate::util::sort::sort(&mut images);
     images.dedup();

@@ -50,8 +50,8 @@ const MAX_RESOLVED: usize = 256;
 
 /// What the signature proves, and what it does not: said in the output of
 /// every inspection (text and JSON).
-pub const PROVES: &str = "A verified report was signed with this inspection's key, after the probe ran, for this container's fresh nonce, and names the SHA-256 of the binary that was placed: it was not changed on its way back and it is not a replay of an earlier run.";
-pub const DOES_NOT_PROVE: &str = "It does not prove that what the probe saw is true: the key was handed to a process inside the workspace, and a workspace that controls its own root can read it there, change what the probe sees, or run another program under the placed binary's name. The engine's record is the second witness: every fact on which the two disagree is a finding.";
+pub const PROVES: &str = "A verified report was signed with this inspection's key, after the probe ran, for this container's fresh nonce, and names the SHA-256 of the inspector's own binary, the one placed (a probe bind-mounted by the container's creator is run only when it is that binary): it was not changed on its way back and it is not a replay of an earlier run. A clean one (verified, no disagreement) also says its run had the inspector's arguments (root, workspace, policy, timeout, nonce, fail-on) and gave every fact the engine's record is compared with, each agreeing with the record; whether the runtime is a sandbox is the engine's word, not the report's.";
+pub const DOES_NOT_PROVE: &str = "It does not prove that what the probe saw is true, nor that the placed binary is what ran: the key was handed to a process inside the workspace, and a workspace that controls its own root can read it there, change what the probe sees, or swap the placed binary for a program that signs what it likes. Such a report is caught only where it contradicts the engine's record, leaves out a fact the comparison needs, or says its run had other arguments; a lie the record cannot contradict passes. The engine's record is the second witness: every fact on which the two disagree is a finding.";
 
 /// The command's options, checked (cli.rs makes them).
 #[derive(Debug, Clone)]

@@ -49,6 +49,14 @@ fn probed(c: &Value, agree: bool) -> Vec<String> {
     if c["report"].is_null() || c["envelope"].is_null() {
         bad.push(format!("{name}: no report or envelope file"));
     }
+    // The container's paths were resolved in its root from the host
+    // (outside/resolve.rs), rootless and under gVisor too.
+    if !c["resolve_refused"].is_null() {
+        bad.push(format!(
+            "{name}: paths not resolved: {}",
+            c["resolve_refused"]
+        ));
+    }
     if agree && c["disagreements"].as_array().is_none_or(|d| !d.is_empty()) {
         bad.push(format!("{name}: disagreements: {:#}", c["disagreements"]));
     }

@@ -973,10 +973,14 @@ fn rootless(c: &mut Cmp, r: &Report, sandbox: bool) {
     let engine = json!({"rootless": want, "userns_mode": c.ctx.rec.namespaces.get("user")});
     let got = match r.need("boundary", "boundary", "rootless") {
         Got::Value(v) => v.as_bool(),
-        got => return c.missing("rootless", engine, "boundary.rootless", got),
+        got => return c.missing("rootless", engine, "rootless in its boundary section", got),
     };
     let Some(got) = got else {
-        return c.absent("rootless", engine, "boundary.rootless as true or false");
+        return c.absent(
+            "rootless",
+            engine,
+            "rootless in its boundary section as true or false",
+        );
     };
     let inode = r
         .at("/inventory/namespaces/inodes/user")

@@ -180,6 +180,8 @@ fn chown_tree(p: &Path, uid: u32) {
 // ---------------------------------------------------------------------------
 // The devcontainer-style image: debootstrap, cached (common/devc.rs).
 
+pub use devc::devc_tars;
+
 /// Gate for a devcontainer case: the engine and the image, or a visible SKIP.
 fn devc_setup(e: &Engine, test: &str, sudo: bool) -> Option<String> {
     devc::setup(test, e.name, e.base, sudo)

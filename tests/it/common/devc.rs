@@ -61,7 +61,7 @@ fn sh(cmd: &mut Command, what: &str, limit: Duration) -> Result<String, String> 
 
 /// The two root tarballs (plain, sudo), from tests/devc/build.sh: made
 /// once from Debian's mirror and then found in its cache.
-fn devc_tars() -> Result<(PathBuf, PathBuf), String> {
+pub fn devc_tars() -> Result<(PathBuf, PathBuf), String> {
     static TARS: OnceLock<Result<(PathBuf, PathBuf), String>> = OnceLock::new();
     TARS.get_or_init(|| {
         let mut cmd = Command::new("bash");

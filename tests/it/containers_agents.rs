@@ -180,6 +180,8 @@ fn chown_tree(p: &Path, uid: u32) {
 // ---------------------------------------------------------------------------
 // The devcontainer-style image: debootstrap, cached (common/devc.rs).
 
+// The sandboxes suite reaches the tarballs through here.
+#[allow(unused_imports)]
 pub use devc::devc_tars;
 
 /// Gate for a devcontainer case: the engine and the image, or a visible SKIP.

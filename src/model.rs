@@ -48,6 +48,8 @@ pub struct RunInfo {
     pub workspace: Option<String>,
     pub workspace_source: Option<String>,
     pub policy: Option<String>,
+    /// The SHA-256 of the policy file's bytes (None: no policy).
+    pub policy_sha256: Option<String>,
     pub fail_on: Option<Severity>,
     pub timeout_ms: u128,
     /// Probes still running when --timeout passed; the run exits 3.

@@ -43,6 +43,10 @@ impl fmt::Display for PolicyError {
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     pub source: Option<PathBuf>,
+    /// The SHA-256 (hex) of the policy file's bytes as read: the report
+    /// carries it (run.policy_sha256) so `selfprobe inspect` can tell the
+    /// policy it placed from one the workspace substituted.
+    pub sha256: Option<String>,
     pub workspace: Option<PathBuf>,
     pub allow_mounts: Vec<String>,
     /// Host paths the workspace must not see ("~/.ssh", "/srv/secrets"):
@@ -192,6 +196,7 @@ impl Policy {
         })?;
         let mut p = Policy::parse(&file, &text)?;
         p.source = Some(path.to_path_buf());
+        p.sha256 = Some(crate::util::digest::sha256_hex(text.as_bytes()));
         Ok(p)
     }
 

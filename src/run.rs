@@ -77,6 +77,7 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
                 .source
                 .as_ref()
                 .map(|p| p.to_string_lossy().into_owned()),
+            policy_sha256: cfg.policy.sha256.clone(),
             fail_on: cfg.fail_on,
             timeout_ms: cfg.timeout.as_millis(),
             unfinished: collected.cut_by_deadline,

@@ -632,10 +632,20 @@ pub fn inspect_output(data: &[u8]) {
 /// panic, and every disagreement and finding carries a catalogued code.
 pub fn crosscheck(data: &[u8]) {
     use selfprobe::outside::{crosscheck, engine::Engine, record};
-    let p = parts(data, 2);
+    let p = parts(data, 3);
     let Ok(records) = record::parse_records(p[0]) else {
         return;
     };
+    // The third part: paths and what they resolve to in the container, a
+    // pair per line (what outside/resolve.rs would have found).
+    let resolved: std::collections::BTreeMap<String, String> = p
+        .get(2)
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
     let report: serde_json::Value = match p.get(1).map(|b| serde_json::from_slice(b)) {
         Some(Ok(v)) => v,
         _ => serde_json::json!({}),
@@ -647,6 +657,8 @@ pub fn crosscheck(data: &[u8]) {
             rec,
             engine: &engine,
             all_caps: &all,
+            asked: None,
+            resolved: &resolved,
         };
         let o = crosscheck::compare(&ctx, &report);
         for d in &o.disagreements {

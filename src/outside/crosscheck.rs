@@ -5,14 +5,23 @@
 //! views: high when the inside claims a narrower boundary than the record
 //! (what a lying workspace would do), medium when it claims a wider one.
 //!
-//! Pure: a record, the engine's facts and the report as JSON in, the
-//! comparisons out. The report is untrusted: a missing or odd field is
-//! "unknown", never "agree".
+//! Pure: a record, the engine's facts, what inspect asked the probe and
+//! the report as JSON in, the comparisons out. The report is untrusted:
+//! every fact compared must be in it. One it leaves out (absent, null
+//! where the format has no null, or of another type) is a disagreement of
+//! its own, `disagree.fact-missing`, high; only an `unknown` the report
+//! gives with its reason (a probe that did not finish, a part it could not
+//! read) is shown as unknown. The arguments the report says its run had are
+//! compared with those inspect gave (`disagree.run-arguments`), and whether
+//! the runtime is a sandbox comes from the engine alone, never the report.
+//! Paths are compared as the container resolves them (`resolved`: the
+//! record's destinations and the report's socket paths, resolved inside the
+//! container's root by outside/resolve.rs).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::engine::Engine;
@@ -65,6 +74,86 @@ pub struct Context<'a> {
     pub engine: &'a Engine,
     /// Every capability the host kernel knows (up to its cap_last_cap).
     pub all_caps: &'a [String],
+    /// The arguments inspect gave the probe's run; None: not compared.
+    pub asked: Option<&'a Asked>,
+    /// Paths inside the container and what they resolve to there, where
+    /// that differs (`/var/run/docker.sock` to `/run/docker.sock` in an
+    /// image whose /var/run is a symlink to /run). A path not in it is
+    /// compared as written.
+    pub resolved: &'a BTreeMap<String, String>,
+}
+
+impl Context<'_> {
+    /// `p` as the container resolves it.
+    fn resolve<'p>(&'p self, p: &'p str) -> &'p str {
+        self.resolved.get(p).map_or(p, String::as_str)
+    }
+}
+
+/// The arguments inspect gave the probe's run (`run --root … --workspace
+/// … --policy … --timeout … --nonce … --fail-on …`): the report must say
+/// it ran with exactly these (its `run` section, signed with the rest).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Asked {
+    pub root: String,
+    pub workspace: Option<String>,
+    /// The SHA-256 of the policy file placed beside the probe, if any.
+    pub policy_sha256: Option<String>,
+    pub timeout_ms: u64,
+    pub nonce: String,
+    pub fail_on: Option<Severity>,
+}
+
+/// The report's `run` section, as far as the comparison reads it. A field
+/// whose null means something (no workspace, no policy, no --fail-on) is
+/// `Some(None)` when null and `None` when absent.
+#[derive(Debug, Default, Deserialize)]
+struct RunSeen {
+    #[serde(default)]
+    root: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    workspace: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    workspace_source: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    policy_sha256: Option<Option<String>>,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+    #[serde(default)]
+    nonce: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    fail_on: Option<Option<String>>,
+}
+
+/// A field that is there, null or not (serde leaves an absent one None).
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// A probe's entry in the report's `probes`, as far as the comparison
+/// reads it: why a section of the inventory is missing.
+#[derive(Debug, Deserialize)]
+struct ProbeSeen {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    status: String,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// A fact the comparison needs, as the report gives it.
+enum Got<'a> {
+    Value(&'a Value),
+    /// Not there, with the report's own reason (a probe that did not
+    /// finish, a part it could not read).
+    Unknown(String),
+    /// Not there, and the report says nothing of why.
+    Absent,
 }
 
 /// Initial namespace inodes (include/linux/proc_ns.h): a process in the
@@ -102,12 +191,6 @@ impl Report<'_> {
     fn boundary(&self, field: &str) -> Option<&Value> {
         self.at(&format!("/inventory/boundary/{field}"))
     }
-    fn caps(&self, set: &str) -> Option<BTreeSet<String>> {
-        let mask = self
-            .at(&format!("/inventory/privilege/caps/{set}"))?
-            .as_u64()?;
-        Some(catalog::capability_names(mask, 63).into_iter().collect())
-    }
     fn mounts(&self) -> Vec<&Value> {
         self.at("/inventory/mounts/mounts")
             .and_then(Value::as_array)
@@ -116,6 +199,69 @@ impl Report<'_> {
     }
     fn str_at(&self, p: &str) -> Option<&str> {
         self.at(p).and_then(Value::as_str)
+    }
+
+    /// Why the report has no section `section` of its inventory, in its
+    /// own words: the entry of the probe that fills it, when that did not
+    /// end "ok" and says why.
+    fn reason(&self, probe: &str) -> Option<String> {
+        let probes: Vec<ProbeSeen> = self
+            .0
+            .get("probes")
+            .and_then(|p| Vec::<ProbeSeen>::deserialize(p).ok())
+            .unwrap_or_default();
+        probes
+            .into_iter()
+            .find(|p| p.name == probe && p.status != "ok")
+            .and_then(|p| {
+                let why = p.reason.filter(|r| !r.trim().is_empty())?;
+                Some(format!(
+                    "the report's {probe} probe ended {}: {why}",
+                    p.status
+                ))
+            })
+    }
+
+    /// The value at `/inventory/<section>/<field…>` (`field` empty: the
+    /// section itself), filled by the probe `probe`. A section that is null
+    /// or missing is unknown when that probe's entry says why; anything
+    /// else missing is absent.
+    fn need(&self, section: &str, probe: &str, field: &str) -> Got<'_> {
+        let sec = format!("/inventory/{section}");
+        let Some(s) = self.at(&sec).filter(|v| v.is_object()) else {
+            return match self.reason(probe) {
+                Some(why) => Got::Unknown(why),
+                None => Got::Absent,
+            };
+        };
+        if field.is_empty() {
+            return Got::Value(s);
+        }
+        match self.at(&format!("{sec}/{field}")) {
+            Some(v) => Got::Value(v),
+            None => Got::Absent,
+        }
+    }
+
+    /// The reason a section's `incomplete` list gives for its part `part`
+    /// (`[["lsm", "Permission denied"]]`).
+    fn incomplete(&self, section: &str, part: &str) -> Option<String> {
+        let list: Vec<(String, String)> = self
+            .at(&format!("/inventory/{section}/incomplete"))
+            .and_then(|v| Vec::deserialize(v).ok())
+            .unwrap_or_default();
+        list.into_iter()
+            .find(|(what, why)| what == part && !why.trim().is_empty())
+            .map(|(what, why)| format!("the report could not read its {what}: {why}"))
+    }
+
+    /// Whether `/inventory/<section>/<field>` is there, null or not (for
+    /// fields whose null the report's format gives a meaning).
+    fn has_key(&self, section: &str, field: &str) -> bool {
+        self.0
+            .pointer(&format!("/inventory/{section}"))
+            .and_then(Value::as_object)
+            .is_some_and(|o| o.contains_key(field))
     }
 }
 
@@ -198,6 +344,29 @@ impl Cmp<'_> {
         );
     }
 
+    /// A fact the report leaves out: a disagreement of its own (high), so
+    /// a report that omits what would be compared is never clean.
+    fn absent(&mut self, fact: &str, engine: Value, what: &str) {
+        self.disagree(
+            fact,
+            "disagree.fact-missing",
+            fact,
+            true,
+            Value::Null,
+            engine,
+            format!("the report does not give {what}, which the comparison with the engine's record needs, and says nothing of why"),
+        );
+    }
+
+    /// A fact the report could not give: unknown with the report's reason,
+    /// or, without one, absent.
+    fn missing(&mut self, fact: &str, engine: Value, what: &str, got: Got) {
+        match got {
+            Got::Unknown(why) => self.unknown(fact, engine, &why),
+            _ => self.absent(fact, engine, what),
+        }
+    }
+
     fn not_comparable(&mut self, fact: &str, inside: Value, engine: Value, why: &str) {
         self.push(
             fact,
@@ -216,9 +385,13 @@ pub fn compare(ctx: &Context, report: &Value) -> Outcome {
         ctx,
         out: Outcome::default(),
     };
+    if let Some(asked) = ctx.asked {
+        arguments(&mut c, &r, asked);
+    }
+    // The engine's runtime says whether this is a sandbox, never the report
+    // (a workspace can show gVisor's /proc/version under runc).
     let runtime = ctx.engine.runtime_kind(&ctx.rec.runtime);
-    let sandbox =
-        runtime == "runsc" || r.boundary("kind").and_then(Value::as_str) == Some("sandbox");
+    let sandbox = runtime == "runsc";
     privileged(&mut c, &r, sandbox);
     capabilities(&mut c, &r);
     seccomp(&mut c, &r);
@@ -235,8 +408,132 @@ pub fn compare(ctx: &Context, report: &Value) -> Outcome {
     c.out
 }
 
+/// The paths the comparison will look up in `Context::resolved`: every
+/// destination in the record and every path the report names an engine
+/// socket at, for outside/resolve.rs to resolve inside the container. At
+/// most `max`: the report's part is untrusted and bounded.
+pub fn paths_to_resolve(rec: &Record, report: &Value, max: usize) -> Vec<String> {
+    let r = Report(report);
+    let mut out: Vec<String> = rec.mounts.iter().map(|m| m.destination.clone()).collect();
+    for code in [
+        "engine.socket-reachable",
+        "engine.socket-present",
+        "mount.socket",
+    ] {
+        out.extend(r.subjects(code).into_iter().filter(|s| s.starts_with('/')));
+    }
+    crate::util::sort::sort(&mut out);
+    out.dedup();
+    out.truncate(max);
+    out
+}
+
+/// The run's arguments as the report gives them against those inspect
+/// gave: a report of another run (another root, workspace, policy,
+/// timeout, nonce or --fail-on: a workspace that ran the probe its own
+/// way) is a disagreement, high, whatever its signature.
+fn arguments(c: &mut Cmp, r: &Report, asked: &Asked) {
+    let seen =
+        r.0.get("run")
+            .filter(|v| v.is_object())
+            .and_then(|v| RunSeen::deserialize(v).ok());
+    let Some(seen) = seen else {
+        c.disagree(
+            "run",
+            "disagree.run-arguments",
+            "run",
+            true,
+            r.0.get("run").cloned().unwrap_or(Value::Null),
+            json!(asked),
+            "the report has no run section of the shape selfprobe writes: what the probe was asked cannot be compared".into(),
+        );
+        return;
+    };
+    let mut check =
+        |fact: &str, inside: Value, engine: Value, same: bool, what: &str| {
+            if same {
+                c.agree(fact, inside, engine);
+            } else {
+                let msg =
+                    format!(
+                "inspect ran the probe with {what} {engine}, the report says its run had {}",
+                if inside.is_null() { "none given".to_string() } else { inside.to_string() }
+            );
+                c.disagree(
+                    fact,
+                    "disagree.run-arguments",
+                    fact,
+                    true,
+                    inside,
+                    engine,
+                    msg,
+                );
+            }
+        };
+    check(
+        "run.root",
+        json!(seen.root),
+        json!(asked.root),
+        seen.root.as_deref() == Some(asked.root.as_str()),
+        "--root",
+    );
+    // No --workspace: the probe may find one itself, but only as the git
+    // root of its working directory, never a path given to it.
+    let ws_ok = match (&asked.workspace, &seen.workspace, &seen.workspace_source) {
+        (Some(w), Some(Some(got)), Some(Some(src))) => {
+            src == "--workspace" && crate::util::path::normalize(Path::new(w)) == Path::new(got)
+        }
+        (None, Some(_), Some(src)) => src
+            .as_deref()
+            .is_none_or(|s| s == "git root of the working directory"),
+        _ => false,
+    };
+    check(
+        "run.workspace",
+        json!({"workspace": seen.workspace, "source": seen.workspace_source}),
+        json!(asked.workspace),
+        ws_ok,
+        "--workspace",
+    );
+    check(
+        "run.policy",
+        json!(seen.policy_sha256),
+        json!(asked.policy_sha256),
+        seen.policy_sha256.as_ref() == Some(&asked.policy_sha256),
+        "the policy of SHA-256",
+    );
+    check(
+        "run.timeout",
+        json!(seen.timeout_ms),
+        json!(asked.timeout_ms),
+        seen.timeout_ms == Some(asked.timeout_ms),
+        "--timeout (ms)",
+    );
+    check(
+        "run.nonce",
+        json!(seen.nonce),
+        json!(asked.nonce),
+        seen.nonce.as_deref() == Some(asked.nonce.as_str()),
+        "--nonce",
+    );
+    let want_fail = asked.fail_on.map(|s| s.as_str().to_string());
+    check(
+        "run.fail_on",
+        json!(seen.fail_on),
+        json!(want_fail),
+        seen.fail_on.as_ref() == Some(&want_fail),
+        "--fail-on",
+    );
+}
+
 fn privileged(c: &mut Cmp, r: &Report, sandbox: bool) {
     let engine = c.ctx.rec.privileged;
+    // priv.privileged is judged from the privilege section: without it,
+    // the finding's absence says nothing.
+    match r.need("privilege", "privilege", "") {
+        Got::Value(_) => {}
+        got => return c.missing("privileged", json!(engine), "its privilege section", got),
+    }
     let inside = r.has("priv.privileged");
     if engine && sandbox {
         c.not_comparable(
@@ -296,8 +593,26 @@ fn capabilities(c: &mut Cmp, r: &Report) {
             );
             continue;
         };
-        let Some(inside) = r.caps(set) else {
-            c.unknown(&fact, json!(engine), "the report has no capability sets");
+        let inside = match r.need("privilege", "privilege", &format!("caps/{set}")) {
+            Got::Value(v) => v
+                .as_u64()
+                .map(|mask| catalog::capability_names(mask, 63).into_iter().collect()),
+            got => {
+                c.missing(
+                    &fact,
+                    json!(engine),
+                    &format!("its Cap{} mask", cap_field(set)),
+                    got,
+                );
+                continue;
+            }
+        };
+        let Some(inside) = inside else {
+            c.absent(
+                &fact,
+                json!(engine),
+                &format!("its Cap{} mask as a number", cap_field(set)),
+            );
             continue;
         };
         let missing: Vec<&String> = engine.difference(&inside).collect();
@@ -318,7 +633,7 @@ fn capabilities(c: &mut Cmp, r: &Report) {
             parts.push(format!(
                 "the engine grants {} that the report's Cap{} lacks",
                 join(&missing),
-                if set == "effective" { "Eff" } else { "Bnd" }
+                cap_field(set)
             ));
         }
         if !extra.is_empty() {
@@ -339,6 +654,15 @@ fn capabilities(c: &mut Cmp, r: &Report) {
     }
 }
 
+/// The status field a capability set comes from: CapEff, CapBnd.
+fn cap_field(set: &str) -> &'static str {
+    if set == "effective" {
+        "Eff"
+    } else {
+        "Bnd"
+    }
+}
+
 fn join(v: &[&String]) -> String {
     v.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
 }
@@ -354,9 +678,25 @@ fn seccomp(c: &mut Cmp, r: &Report) {
     let filtered = rec.seccomp != "unconfined" && c.ctx.engine.seccomp && applies;
     let engine = json!({"profile": profile, "applied_inside": filtered,
         "runtime": rec.runtime});
-    let Some(mode) = r.at("/inventory/privilege/seccomp").and_then(Value::as_u64) else {
-        c.unknown("seccomp", engine, "the report has no seccomp mode");
-        return;
+    // Null is the report's own word for a kernel that shows no Seccomp
+    // line; a section or key that is not there is absent.
+    let mode = match r.need("privilege", "privilege", "") {
+        Got::Value(_) if r.has_key("privilege", "seccomp") => {
+            r.at("/inventory/privilege/seccomp").map(Value::as_u64)
+        }
+        Got::Value(_) => return c.absent("seccomp", engine, "its seccomp mode"),
+        got => return c.missing("seccomp", engine, "its seccomp mode", got),
+    };
+    let mode = match mode {
+        None => {
+            return c.unknown(
+                "seccomp",
+                engine,
+                "the report says /proc/self/status has no Seccomp line",
+            )
+        }
+        Some(None) => return c.absent("seccomp", engine, "its seccomp mode as a number"),
+        Some(Some(m)) => m,
     };
     let inside_filtered = mode != 0;
     let inside = json!({"mode": mode});
@@ -415,6 +755,16 @@ fn lsm(c: &mut Cmp, r: &Report, sandbox: bool) {
         );
         return;
     }
+    match r.need("privilege", "privilege", "") {
+        Got::Value(_) if r.has_key("privilege", "lsm_label") => {}
+        Got::Value(_) => return c.absent("lsm", engine, "its LSM label (null for none)"),
+        got => return c.missing("lsm", engine, "its LSM label", got),
+    }
+    if got.is_none() {
+        if let Some(why) = r.incomplete("privilege", "lsm") {
+            return c.unknown("lsm", engine, &why);
+        }
+    }
     match (&want, &got) {
         (None, None) => c.agree("lsm", inside, engine),
         (Some(w), Some(g)) if g.contains(w.as_str()) => c.agree("lsm", inside, engine),
@@ -441,10 +791,15 @@ struct Flag {
     fact: &'static str,
     code: &'static str,
     subject: &'static str,
-    /// Where the report keeps its side (a JSON pointer to a bool).
-    at: &'static str,
+    /// Where the report keeps its side: the inventory section, the probe
+    /// that fills it, and the bool's key in it.
+    section: &'static str,
+    probe: &'static str,
+    key: &'static str,
     engine: fn(&Record) -> bool,
-    unknown: &'static str,
+    /// What a null there means, when the report's format gives null a
+    /// meaning (the kernel does not show it); None: null is absent.
+    null: Option<&'static str>,
     /// When the inside says yes and the record no, and the other way.
     inside_yes: &'static str,
     engine_yes: &'static str,
@@ -454,9 +809,11 @@ const NO_NEW_PRIVS: Flag = Flag {
     fact: "no_new_privileges",
     code: "disagree.no-new-privs",
     subject: "no_new_privileges",
-    at: "/inventory/privilege/no_new_privs",
+    section: "privilege",
+    probe: "privilege",
+    key: "no_new_privs",
     engine: |rec| rec.no_new_privileges,
-    unknown: "the report does not know NoNewPrivs (gVisor does not show it)",
+    null: Some("the report does not know NoNewPrivs: its /proc/self/status has no such line (gVisor does not show it)"),
     inside_yes: "the report has NoNewPrivs set, the engine's record does not set no-new-privileges (a daemon-wide default is not in the record)",
     engine_yes: "the engine's record sets no-new-privileges, the report has NoNewPrivs unset",
 };
@@ -465,20 +822,32 @@ const READ_ONLY_ROOT: Flag = Flag {
     fact: "read_only_root",
     code: "disagree.read-only-root",
     subject: "/",
-    at: "/inventory/writable/rootfs_read_only_mount",
+    section: "writable",
+    probe: "writable",
+    key: "rootfs_read_only_mount",
     engine: |rec| rec.read_only_root,
-    unknown: "the report does not say how / is mounted",
+    null: None,
     inside_yes: "the report's / is mounted read-only, the engine's record does not make it so",
     engine_yes: "the engine's record makes / read-only, the report's / is mounted writable",
 };
 
-/// Agree, unknown, or a disagreement with the message for the side that
-/// says yes.
+/// Agree, unknown, absent, or a disagreement with the message for the
+/// side that says yes.
 fn flag(c: &mut Cmp, r: &Report, f: &Flag) {
     let engine = (f.engine)(c.ctx.rec);
-    let Some(got) = r.at(f.at).and_then(Value::as_bool) else {
-        c.unknown(f.fact, json!(engine), f.unknown);
-        return;
+    let what = format!("{}.{}", f.section, f.key);
+    let got = match r.need(f.section, f.probe, f.key) {
+        Got::Value(v) => v.as_bool(),
+        Got::Absent => match f.null {
+            Some(why) if r.has_key(f.section, f.key) => {
+                return c.unknown(f.fact, json!(engine), why)
+            }
+            _ => return c.absent(f.fact, json!(engine), &what),
+        },
+        got => return c.missing(f.fact, json!(engine), &what, got),
+    };
+    let Some(got) = got else {
+        return c.absent(f.fact, json!(engine), &format!("{what} as true or false"));
     };
     if got == engine {
         c.agree(f.fact, json!(got), json!(engine));
@@ -518,17 +887,53 @@ fn namespaces(c: &mut Cmp, r: &Report, sandbox: bool) {
             );
             continue;
         }
-        let unreadable = r
-            .at(&format!("/inventory/namespaces/unreadable/{inode}"))
-            .is_some()
-            || r.at("/inventory/namespaces/absent")
-                .and_then(Value::as_array)
-                .is_some_and(|a| a.iter().any(|x| x == inode));
-        let inside_host = r.has(code);
-        if !inside_host && unreadable {
-            c.unknown(&fact, engine, "the report could not read this namespace");
+        if let got @ (Got::Unknown(_) | Got::Absent) = r.need("namespaces", "namespaces", "") {
+            c.missing(&fact, engine, "its namespaces section", got);
             continue;
         }
+        let finding = r.has(code);
+        let ino = r
+            .at(&format!("/inventory/namespaces/inodes/{inode}"))
+            .and_then(Value::as_u64);
+        if ino.is_none() && !finding {
+            match r.str_at(&format!("/inventory/namespaces/unreadable/{inode}")) {
+                Some(why) => c.unknown(
+                    &fact,
+                    engine,
+                    &format!("the report could not read its {ns} namespace: {why}"),
+                ),
+                None => c.absent(
+                    &fact,
+                    engine,
+                    &format!("its {ns} namespace's inode (or why it could not read it)"),
+                ),
+            }
+            continue;
+        }
+        // The kernel's initial inode is the host's namespace (the probe's
+        // own rule, src/probe/namespaces.rs); a report whose findings leave
+        // that out has had them taken away.
+        let init = crate::facts::boundary::INIT_INODES
+            .iter()
+            .any(|(n, i)| *n == inode && Some(*i) == ino);
+        let kthreadd = ns == "pid"
+            && r.at("/inventory/namespaces/kthreadd_visible")
+                .and_then(Value::as_bool)
+                == Some(true);
+        let inventory_host = init || kthreadd;
+        if inventory_host && !finding {
+            c.disagree(
+                &fact,
+                "disagree.namespace",
+                ns,
+                true,
+                json!({"host": true, "inode": ino, "finding": null}),
+                engine,
+                format!("the report's inventory shows the host's {ns} namespace, and its findings leave out {code}"),
+            );
+            continue;
+        }
+        let inside_host = finding || inventory_host;
         let inside =
             json!({"host": inside_host, "finding": if inside_host { Some(code) } else { None }});
         if inside_host == engine_host {
@@ -566,9 +971,16 @@ fn engine_rootless(c: &Cmp) -> bool {
 fn rootless(c: &mut Cmp, r: &Report, sandbox: bool) {
     let want = engine_rootless(c);
     let engine = json!({"rootless": want, "userns_mode": c.ctx.rec.namespaces.get("user")});
-    let Some(got) = r.boundary("rootless").and_then(Value::as_bool) else {
-        c.unknown("rootless", engine, "the report's boundary omits rootless");
-        return;
+    let got = match r.need("boundary", "boundary", "rootless") {
+        Got::Value(v) => v.as_bool(),
+        got => return c.missing("rootless", engine, "rootless in its boundary section", got),
+    };
+    let Some(got) = got else {
+        return c.absent(
+            "rootless",
+            engine,
+            "rootless in its boundary section as true or false",
+        );
     };
     let inode = r
         .at("/inventory/namespaces/inodes/user")
@@ -596,10 +1008,28 @@ fn rootless(c: &mut Cmp, r: &Report, sandbox: bool) {
     if sandbox {
         return;
     }
-    if let Some(inode) = inode {
+    let ns_engine = json!({"host": !want});
+    let Some(inode) = inode else {
+        match r.need("namespaces", "namespaces", "") {
+            Got::Value(_) => match r.str_at("/inventory/namespaces/unreadable/user") {
+                Some(why) => c.unknown(
+                    "namespace.user",
+                    ns_engine,
+                    &format!("the report could not read its user namespace: {why}"),
+                ),
+                None => c.absent(
+                    "namespace.user",
+                    ns_engine,
+                    "its user namespace's inode (or why it could not read it)",
+                ),
+            },
+            got => c.missing("namespace.user", ns_engine, "its namespaces section", got),
+        }
+        return;
+    };
+    {
         let inside_host = inode == INIT_USER_NS;
         let ns_inside = json!({"host": inside_host, "inode": inode});
-        let ns_engine = json!({"host": !want});
         if inside_host != want {
             c.agree("namespace.user", ns_inside, ns_engine);
         } else {
@@ -634,8 +1064,8 @@ fn devices(c: &mut Cmp, r: &Report, sandbox: bool) {
     let granted: Vec<String> = rec.devices.iter().map(|d| d.container.clone()).collect();
     let engine = json!(granted);
     let Some(nodes) = nodes else {
-        c.unknown("devices", engine, "the report has no device list");
-        return;
+        let got = r.need("devices", "devices", "nodes");
+        return c.missing("devices", engine, "its device list (devices.nodes)", got);
     };
     let missing: Vec<&String> = granted.iter().filter(|d| !nodes.contains(*d)).collect();
     // Host devices the inside reports that nothing in the record explains.
@@ -697,8 +1127,8 @@ fn user(c: &mut Cmp, r: &Report) {
     let engine = json!({"user": rec.user, "uid": rec.uid()});
     let inside = json!({"uid": euid, "name": name});
     let Some(euid) = euid else {
-        c.unknown("user", engine, "the report does not know its uid");
-        return;
+        let got = r.need("privilege", "privilege", "uid");
+        return c.missing("user", engine, "its effective uid (privilege.uid)", got);
     };
     let same = match (rec.uid(), rec.user_name()) {
         (Some(u), _) => u as u64 == euid,
@@ -741,22 +1171,40 @@ fn runtime_kind(c: &mut Cmp, r: &Report, runtime: &str) {
         _ => "container",
     };
     let engine = json!({"runtime": rec.runtime, "kind": runtime, "boundary": want_kind});
-    let got_rt = r
-        .boundary("runtime")
-        .and_then(Value::as_str)
-        .unwrap_or("unknown");
-    let got_kind = r
-        .boundary("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("unknown");
+    let (got_rt, got_kind) = match r.need("boundary", "boundary", "") {
+        Got::Value(_) => (r.boundary("runtime"), r.boundary("kind")),
+        got => return c.missing("runtime", engine, "its boundary section", got),
+    };
+    let (Some(got_rt), Some(got_kind)) = (
+        got_rt.and_then(Value::as_str),
+        got_kind.and_then(Value::as_str),
+    ) else {
+        return c.absent("runtime", engine, "boundary.runtime and boundary.kind");
+    };
     let inside = json!({"runtime": got_rt, "kind": got_kind});
-    if runtime == "unknown" || got_rt == "unknown" {
-        c.unknown("runtime", engine, "one side does not know the runtime");
+    if runtime == "unknown" {
+        c.unknown(
+            "runtime",
+            engine,
+            "the engine's runtime is not one selfprobe knows",
+        );
         return;
     }
-    if got_rt == runtime && got_kind == want_kind {
-        c.agree("runtime", inside, engine);
-        return;
+    // The kind is compared even when the report does not name the runtime:
+    // a sandbox claimed under runc is a narrower claim, named or not.
+    if got_kind == want_kind {
+        if got_rt == runtime {
+            c.agree("runtime", inside, engine);
+            return;
+        }
+        if got_rt == "unknown" {
+            c.unknown(
+                "runtime",
+                engine,
+                "the report does not know the runtime (its kind agrees)",
+            );
+            return;
+        }
     }
     let rank = |k: &str| match k {
         "vm-container" => 3,
@@ -780,8 +1228,10 @@ fn runtime_kind(c: &mut Cmp, r: &Report, runtime: &str) {
     );
 }
 
-/// How the inside classes each kind of record mount.
-fn class_fits(kind: &MountKind, class: &str, source: &str) -> bool {
+/// How the inside classes each kind of record mount. Under gVisor every
+/// volume reaches the sandbox as a 9p mount like a bind, which the inside
+/// cannot tell apart: a volume classed host-bind there is a volume.
+fn class_fits(kind: &MountKind, class: &str, source: &str, sandbox: bool) -> bool {
     match kind {
         MountKind::Bind => {
             matches!(
@@ -799,7 +1249,9 @@ fn class_fits(kind: &MountKind, class: &str, source: &str) -> bool {
                     | "unknown"
             ) || (class == "volume" && source.contains("/volumes/"))
         }
-        MountKind::Volume => matches!(class, "volume" | "workspace" | "unknown"),
+        MountKind::Volume => {
+            matches!(class, "volume" | "workspace" | "unknown") || (sandbox && class == "host-bind")
+        }
         MountKind::Tmpfs => matches!(class, "tmpfs" | "workspace" | "unknown"),
         MountKind::Other => true,
     }
@@ -828,8 +1280,17 @@ fn mounts(c: &mut Cmp, r: &Report, sandbox: bool) {
     let rec = c.ctx.rec;
     let inside_mounts = r.mounts();
     if inside_mounts.is_empty() {
-        c.unknown("mounts", Value::Null, "the report has no mount table");
-        return;
+        // Every container has a root: an empty table is no table.
+        let got = match r.need("mounts", "mounts", "") {
+            Got::Value(_) => Got::Absent,
+            got => got,
+        };
+        return c.missing(
+            "mounts",
+            Value::Null,
+            "its mount table (mounts.mounts)",
+            got,
+        );
     }
     let point = |m: &Value| {
         m.get("mount_point")
@@ -842,13 +1303,20 @@ fn mounts(c: &mut Cmp, r: &Report, sandbox: bool) {
             continue;
         }
         let fact = format!("mount:{}", m.destination);
-        let engine = json!({"type": m.kind, "source": m.source, "destination": m.destination,
+        // Where the container has it: the destination as the container
+        // resolves it (/var/run/docker.sock is /run/docker.sock where
+        // /var/run is a symlink to /run).
+        let dest = c.ctx.resolve(&m.destination);
+        let mut engine = json!({"type": m.kind, "source": m.source, "destination": m.destination,
             "rw": m.rw, "propagation": m.propagation});
+        if dest != m.destination {
+            engine["resolves_to"] = json!(dest);
+        }
         // The topmost mount at that point: mountinfo lists newer ones later.
         let Some(im) = inside_mounts
             .iter()
             .rev()
-            .find(|x| point(x).trim_end_matches('/') == m.destination.trim_end_matches('/'))
+            .find(|x| point(x).trim_end_matches('/') == dest.trim_end_matches('/'))
         else {
             c.disagree(
                 &fact,
@@ -860,7 +1328,14 @@ fn mounts(c: &mut Cmp, r: &Report, sandbox: bool) {
                 format!(
                     "the engine mounts {} at {}, the report's mount table has nothing there",
                     describe(m),
-                    m.destination
+                    if dest == m.destination {
+                        m.destination.clone()
+                    } else {
+                        format!(
+                            "{} (which resolves to {dest} in the container)",
+                            m.destination
+                        )
+                    }
                 ),
             );
             continue;
@@ -882,7 +1357,7 @@ fn mounts(c: &mut Cmp, r: &Report, sandbox: bool) {
             "propagation": propagation_of(&optional)});
         let mut narrower = Vec::new();
         let mut wider = Vec::new();
-        if !class_fits(&m.kind, class, &m.source) {
+        if !class_fits(&m.kind, class, &m.source, sandbox) {
             let msg = format!(
                 "the engine's {} is classed {class} by the report",
                 describe(m)
@@ -976,8 +1451,13 @@ fn mounts(c: &mut Cmp, r: &Report, sandbox: bool) {
             continue;
         }
         let mp = point(im);
+        // --ipc host: the engine binds the host's /dev/shm, which is not in
+        // its Mounts (under gVisor it is a 9p bind like any other).
+        if mp == "/dev/shm" && rec.shares_host("ipc") {
+            continue;
+        }
         let known = rec.mounts.iter().any(|m| {
-            let d = m.destination.trim_end_matches('/');
+            let d = c.ctx.resolve(&m.destination).trim_end_matches('/');
             mp.trim_end_matches('/') == d || super::placement::within(&mp, d)
         });
         if !known {
@@ -1060,7 +1540,18 @@ fn sockets(c: &mut Cmp, r: &Report) {
         };
         let fact = format!("engine_socket:{}", m.destination);
         let engine = json!({"source": m.source, "destination": m.destination, "engine": kind});
-        let at = |s: &String| s == &m.destination || super::placement::within(s, &m.destination);
+        // The sockets probe's findings are the inside view: without its
+        // section, their absence says nothing.
+        if let got @ (Got::Unknown(_) | Got::Absent) = r.need("sockets", "sockets", "") {
+            c.missing(&fact, engine, "its sockets section", got);
+            continue;
+        }
+        // Both sides as the container resolves them.
+        let dest = c.ctx.resolve(&m.destination);
+        let at = |s: &String| {
+            let s = c.ctx.resolve(s);
+            s == dest || super::placement::within(s, dest)
+        };
         let as_engine: Vec<&String> = inside_engine.iter().filter(|s| at(s)).collect();
         let as_socket = inside_socket.iter().any(at);
         let inside = json!({"engine_socket": !as_engine.is_empty(), "socket_mount": as_socket,
@@ -1085,9 +1576,10 @@ fn sockets(c: &mut Cmp, r: &Report) {
         }
     }
     for s in &inside_engine {
+        let s_at = c.ctx.resolve(s);
         let explained = rec.mounts.iter().any(|m| {
-            m.kind == MountKind::Bind
-                && (s == &m.destination || super::placement::within(s, &m.destination))
+            let d = c.ctx.resolve(&m.destination);
+            m.kind == MountKind::Bind && (s_at == d || super::placement::within(s_at, d))
         });
         if !explained {
             let fact = format!("engine_socket:{s}");
@@ -1158,7 +1650,10 @@ mod tests {
                 "privilege": {"uid": [0,0,0,0], "caps": {"effective": effective, "bounding": effective},
                     "seccomp": 2, "no_new_privs": false, "lsm_label": null},
                 "rootpaths": {"user": "root"},
-                "namespaces": {"inodes": {"user": 4026531837u64}, "unreadable": {}},
+                "namespaces": {"inodes": {"user": 4026531837u64, "pid": 4026531836u64,
+                    "cgroup": 4026531835u64, "net": 4026532183u64, "ipc": 4026532181u64,
+                    "uts": 4026532180u64}, "unreadable": {}},
+                "sockets": {},
                 "devices": {"nodes": [{"path": "/dev/null"}]},
                 "writable": {"rootfs_read_only_mount": false},
                 "mounts": {"mounts": [
@@ -1176,13 +1671,278 @@ mod tests {
     }
 
     fn outcome(r: &Record, rep: &Value) -> Outcome {
+        outcome_with(r, rep, None, &BTreeMap::new())
+    }
+
+    fn outcome_with(
+        r: &Record,
+        rep: &Value,
+        asked: Option<&Asked>,
+        resolved: &BTreeMap<String, String>,
+    ) -> Outcome {
         let (e, caps) = (docker(), all());
         let ctx = Context {
             rec: r,
             engine: &e,
             all_caps: &caps,
+            asked,
+            resolved,
         };
         compare(&ctx, rep)
+    }
+
+    fn codes(o: &Outcome) -> Vec<(String, String, Severity)> {
+        o.disagreements
+            .iter()
+            .map(|d| (d.fact.clone(), d.code.clone(), d.severity))
+            .collect()
+    }
+
+    fn asked() -> Asked {
+        Asked {
+            root: "/".into(),
+            workspace: Some("/workspace".into()),
+            policy_sha256: None,
+            timeout_ms: 49_000,
+            nonce: "00112233445566778899aabbccddeeff".into(),
+            fail_on: Some(Severity::High),
+        }
+    }
+
+    fn with_run(mut rep: Value) -> Value {
+        rep["run"] = json!({"root": "/", "workspace": "/workspace",
+            "workspace_source": "--workspace", "policy": null, "policy_sha256": null,
+            "timeout_ms": 49_000, "nonce": "00112233445566778899aabbccddeeff", "fail_on": "high"});
+        rep
+    }
+
+    fn truthful_b() -> Value {
+        let mut names: Vec<&str> = super::super::record::DOCKER_DEFAULT_CAPS.to_vec();
+        names.push("CAP_SYS_ADMIN");
+        with_run(report_b(mask(&names)))
+    }
+
+    #[test]
+    fn the_run_must_have_had_the_arguments_inspect_gave() {
+        let r = rec("docker-b");
+        let a = asked();
+        let o = outcome_with(&r, &truthful_b(), Some(&a), &BTreeMap::new());
+        assert!(o.disagreements.is_empty(), "{:#?}", o.disagreements);
+        let v = verdicts(&o);
+        for f in [
+            "run.root",
+            "run.workspace",
+            "run.policy",
+            "run.timeout",
+            "run.nonce",
+            "run.fail_on",
+        ] {
+            assert!(v.contains(&(f.to_string(), Verdict::Agree)), "{f}: {v:?}");
+        }
+        // The real probe run against an empty tree, with a policy of the
+        // workspace's own, without its workspace, or for another nonce.
+        for (field, value, fact) in [
+            ("root", json!("/tmp/empty"), "run.root"),
+            ("policy_sha256", json!("ab".repeat(32)), "run.policy"),
+            (
+                "workspace_source",
+                json!("git root of the working directory"),
+                "run.workspace",
+            ),
+            ("timeout_ms", json!(1), "run.timeout"),
+            ("nonce", json!("0000replayed0000"), "run.nonce"),
+            ("fail_on", json!(null), "run.fail_on"),
+        ] {
+            let mut rep = truthful_b();
+            rep["run"][field] = value;
+            let o = outcome_with(&r, &rep, Some(&a), &BTreeMap::new());
+            assert_eq!(
+                codes(&o),
+                [(
+                    fact.to_string(),
+                    "disagree.run-arguments".to_string(),
+                    Severity::High
+                )],
+                "{field}"
+            );
+            // Left out is no better than different.
+            let mut rep = truthful_b();
+            rep["run"].as_object_mut().unwrap().remove(field);
+            let o = outcome_with(&r, &rep, Some(&a), &BTreeMap::new());
+            assert_eq!(codes(&o).len(), 1, "{field} absent: {:?}", codes(&o));
+        }
+        // No --workspace: only a workspace the probe found itself.
+        let a2 = Asked {
+            workspace: None,
+            ..asked()
+        };
+        let mut rep = truthful_b();
+        rep["run"]["workspace"] = json!("/src");
+        rep["run"]["workspace_source"] = json!("git root of the working directory");
+        assert!(outcome_with(&r, &rep, Some(&a2), &BTreeMap::new())
+            .disagreements
+            .is_empty());
+        rep["run"]["workspace_source"] = json!("--workspace");
+        assert_eq!(
+            codes(&outcome_with(&r, &rep, Some(&a2), &BTreeMap::new())).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn an_empty_or_stripped_report_is_never_clean() {
+        let r = rec("docker-clean");
+        let a = asked();
+        let empty = with_run(
+            json!({"schema": crate::model::SCHEMA, "findings": [], "inventory": {}, "probes": []}),
+        );
+        let o = outcome_with(&r, &empty, Some(&a), &BTreeMap::new());
+        let facts: BTreeSet<String> = o
+            .disagreements
+            .iter()
+            .filter(|d| d.code == "disagree.fact-missing" && d.severity == Severity::High)
+            .map(|d| d.fact.clone())
+            .collect();
+        for f in [
+            "privileged",
+            "capabilities.effective",
+            "capabilities.bounding",
+            "seccomp",
+            "lsm",
+            "no_new_privileges",
+            "namespace.pid",
+            "namespace.net",
+            "namespace.cgroup",
+            "devices",
+            "read_only_root",
+            "user",
+            "runtime",
+            "rootless",
+            "mounts",
+        ] {
+            assert!(facts.contains(f), "{f} not missing: {facts:?}");
+        }
+        assert!(
+            !o.comparisons
+                .iter()
+                .any(|c| c.verdict == Verdict::Agree && !c.fact.starts_with("run.")),
+            "{:#?}",
+            o.comparisons
+        );
+        // The findings stripped: the inventory's host namespaces still
+        // name what the findings leave out.
+        let mut stripped = truthful_b();
+        stripped["findings"] = json!([]);
+        let o = outcome(&rec("docker-b"), &stripped);
+        let ns: Vec<(String, Severity)> = o
+            .disagreements
+            .iter()
+            .filter(|d| d.code == "disagree.namespace")
+            .map(|d| (d.fact.clone(), d.severity))
+            .collect();
+        assert!(
+            ns.contains(&("namespace.pid".into(), Severity::High)),
+            "{ns:?}"
+        );
+        assert!(
+            ns.contains(&("namespace.cgroup".into(), Severity::High)),
+            "{ns:?}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_with_its_reason_is_shown_as_unknown() {
+        let r = rec("docker-b");
+        let mut rep = truthful_b();
+        rep["inventory"]["privilege"] = Value::Null;
+        rep["probes"] = json!([{"name": "privilege", "status": "incomplete",
+            "reason": "/proc/self/status: Permission denied"}]);
+        rep["inventory"]["namespaces"]["unreadable"] = json!({"net": "Permission denied"});
+        rep["inventory"]["namespaces"]["inodes"]
+            .as_object_mut()
+            .unwrap()
+            .remove("net");
+        let o = outcome(&r, &rep);
+        assert!(
+            !o.disagreements
+                .iter()
+                .any(|d| d.code == "disagree.fact-missing"),
+            "{:#?}",
+            o.disagreements
+        );
+        let un: Vec<&Comparison> = o
+            .comparisons
+            .iter()
+            .filter(|c| c.verdict == Verdict::Unknown)
+            .collect();
+        for f in ["capabilities.effective", "seccomp", "user", "namespace.net"] {
+            let c = un
+                .iter()
+                .find(|c| c.fact == f)
+                .unwrap_or_else(|| panic!("{f}: {un:#?}"));
+            assert!(
+                c.note.as_deref().unwrap().contains("Permission denied"),
+                "{c:?}"
+            );
+        }
+        // The same without a reason is absent.
+        rep["probes"] = json!([{"name": "privilege", "status": "ok"}]);
+        let o = outcome(&r, &rep);
+        assert!(codes(&o).contains(&(
+            "capabilities.effective".into(),
+            "disagree.fact-missing".into(),
+            Severity::High
+        )));
+    }
+
+    #[test]
+    fn destinations_are_compared_as_the_container_resolves_them() {
+        // Debian's /var/run is /run: the engine's destination and the
+        // socket finding name /var/run/docker.sock, the mount table
+        // /run/docker.sock.
+        let r = rec("docker-b");
+        let mut rep = truthful_b();
+        rep["inventory"]["mounts"]["mounts"][1]["mount_point"] = json!("/run/docker.sock");
+        let o = outcome(&r, &rep);
+        assert!(!o.disagreements.is_empty(), "as written, they differ");
+        let resolved: BTreeMap<String, String> = [(
+            "/var/run/docker.sock".to_string(),
+            "/run/docker.sock".to_string(),
+        )]
+        .into();
+        let o = outcome_with(&r, &rep, None, &resolved);
+        assert!(o.disagreements.is_empty(), "{:#?}", o.disagreements);
+        let m = o
+            .comparisons
+            .iter()
+            .find(|c| c.fact == "mount:/var/run/docker.sock")
+            .unwrap();
+        assert_eq!(m.engine["resolves_to"], "/run/docker.sock");
+    }
+
+    #[test]
+    fn a_gvisor_volume_seen_as_a_9p_bind_is_a_volume() {
+        let mut r = rec("docker-volumes");
+        r.runtime = "runsc".into();
+        r.read_only_root = false;
+        let vol = r
+            .mounts
+            .iter()
+            .find(|m| m.kind == MountKind::Volume)
+            .unwrap()
+            .clone();
+        let mut rep = report_b(0);
+        rep["inventory"]["mounts"]["mounts"] = json!([
+            {"mount_point": "/", "class": "root-fs", "root": "/", "read_only": false, "fstype": "9p"},
+            {"mount_point": vol.destination, "class": "host-bind", "root": "/", "read_only": !vol.rw, "fstype": "9p"}
+        ]);
+        let o = outcome(&r, &rep);
+        let m = o
+            .comparisons
+            .iter()
+            .find(|c| c.fact == format!("mount:{}", vol.destination))
+            .unwrap();
+        assert_eq!(m.verdict, Verdict::Agree, "{m:#?}");
     }
 
     fn verdicts(o: &Outcome) -> Vec<(String, Verdict)> {
@@ -1285,17 +2045,27 @@ mod tests {
 
     #[test]
     fn a_sandbox_claimed_under_runc_is_narrower() {
-        let r = rec("docker-clean");
-        let mut rep = report_b(0);
-        rep["inventory"]["boundary"] =
-            json!({"kind": "sandbox", "runtime": "runsc", "rootless": false});
-        let o = outcome(&r, &rep);
-        let d = o
-            .disagreements
-            .iter()
-            .find(|d| d.fact == "runtime")
-            .unwrap();
-        assert_eq!(d.severity, Severity::High);
+        let r = rec("docker-b");
+        for runtime in ["runsc", "unknown"] {
+            let mut rep = report_b(0);
+            rep["inventory"]["boundary"] =
+                json!({"kind": "sandbox", "runtime": runtime, "rootless": false});
+            let o = outcome(&r, &rep);
+            let d = o
+                .disagreements
+                .iter()
+                .find(|d| d.fact == "runtime")
+                .unwrap_or_else(|| panic!("{runtime}: {:#?}", o.comparisons));
+            assert_eq!(d.severity, Severity::High);
+            // The claim does not make the namespaces incomparable: the
+            // engine's runc shares the host's PID namespace, and that is
+            // still compared.
+            let v = verdicts(&o);
+            assert!(
+                v.contains(&("namespace.pid".into(), Verdict::Agree)),
+                "{v:?}"
+            );
+        }
     }
 
     #[test]

@@ -25,7 +25,12 @@
 //!   remapped or not), as the engine's cp gives it, and the source's
 //!   permission bits without setuid, setgid or sticky.
 //!
-//! A file half written is removed before the error is returned.
+//! A file half written is removed before the error is returned. What was
+//! written is kept (`Written`: the root directory's descriptor, each name
+//! and its inode) so the host can remove it again when the container
+//! cannot: rootful podman makes `/` mode 0555, and a container without
+//! CAP_DAC_OVERRIDE (`--cap-drop=all`) cannot unlink a file there even as
+//! root. Only a name that is still the inode written here is removed.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -102,8 +107,16 @@ impl Root {
         })
     }
 
-    /// Writes `src` as `name` directly in the root.
-    pub fn put(&self, src: &Path, name: &str) -> Result<(), String> {
+    /// What will be written into this root, to be removed again.
+    pub fn written(self) -> Written {
+        Written {
+            root: self,
+            files: Vec::new(),
+        }
+    }
+
+    /// Writes `src` as `name` directly in the root; the new file's inode.
+    fn put(&self, src: &Path, name: &str) -> Result<u64, String> {
         if name.is_empty() || name.contains('/') || name == "." || name == ".." {
             return Err(format!("{name:?} is not one file name"));
         }
@@ -136,16 +149,61 @@ impl Root {
                 nix::sys::stat::fchmod(to.as_fd(), Mode::from_bits_truncate(mode))
                     .map_err(|e| format!("chmod: {e}"))
             });
+        let ino = to.metadata().map(|m| m.ino()).map_err(|e| e.to_string());
         drop(to);
-        written.map_err(|e| {
+        written.and(ino).map_err(|e| {
             let _ = unlinkat(self.dir.as_fd(), name, UnlinkatFlags::NoRemoveDir);
             format!("{}/{name}: {e}", self.shown)
         })
     }
+}
 
-    /// Removes `name` again (a placement given up before the run).
-    pub fn remove(&self, name: &str) {
-        let _ = unlinkat(self.dir.as_fd(), name, UnlinkatFlags::NoRemoveDir);
+/// The files the host wrote into a container's root, each name with the
+/// inode it was given.
+pub struct Written {
+    root: Root,
+    files: Vec<(String, u64)>,
+}
+
+impl Written {
+    /// Writes `src` as `name` directly in the root (Root::put).
+    pub fn put(&mut self, src: &Path, name: &str) -> Result<(), String> {
+        let ino = self.root.put(src, name)?;
+        self.files.push((name.to_string(), ino));
+        Ok(())
+    }
+
+    /// Removes every file written that is still there as written: a name
+    /// that is gone already is done; a name that now holds another file
+    /// (the container replaced it) is left and named. Ok: the names
+    /// removed here (none when the container had removed them).
+    pub fn remove(&mut self) -> Result<Vec<String>, String> {
+        use nix::fcntl::AtFlags;
+        let mut removed = Vec::new();
+        let mut left = Vec::new();
+        for (name, ino) in std::mem::take(&mut self.files) {
+            let shown = format!("{}/{name}", self.root.shown);
+            match nix::sys::stat::fstatat(
+                self.root.dir.as_fd(),
+                name.as_str(),
+                AtFlags::AT_SYMLINK_NOFOLLOW,
+            ) {
+                Err(nix::errno::Errno::ENOENT) => {}
+                Err(e) => left.push(format!("{shown}: {e}")),
+                Ok(st) if st.st_ino != ino => left.push(format!(
+                    "{shown} is no longer the file the host wrote (the container replaced it): left in place"
+                )),
+                Ok(_) => match unlinkat(self.root.dir.as_fd(), name.as_str(), UnlinkatFlags::NoRemoveDir) {
+                    Ok(()) | Err(nix::errno::Errno::ENOENT) => removed.push(name),
+                    Err(e) => left.push(format!("{shown}: {e}")),
+                },
+            }
+        }
+        if left.is_empty() {
+            Ok(removed)
+        } else {
+            Err(left.join("; "))
+        }
     }
 }
 

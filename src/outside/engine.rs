@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::record::{self, EngineKind, Record};
@@ -467,6 +467,48 @@ impl Engine {
         }
     }
 
+    /// What podman's record leaves out, from the runtime configuration
+    /// podman wrote for the running container (its OCIConfigPath, the
+    /// engine's own file): podman 4.3 records IpcMode "shareable" for
+    /// `--ipc host` as for a namespace of the container's own, and rootless
+    /// podman records no `--device` at all (it binds the device node in).
+    /// Measured here: the records of `--ipc host` and of the default differ
+    /// only in CreateCommand; the configuration has no IPC namespace for the
+    /// first and a bind of /dev/fuse for `--device /dev/fuse` rootless. The
+    /// record's IPC mode becomes "host" and those binds its devices; nothing
+    /// else is taken from it.
+    pub fn settle(&self, rec: &mut Record) {
+        if rec.engine != EngineKind::Podman || !rec.running {
+            return;
+        }
+        let Some(spec) = rec.oci_config.as_deref().and_then(read_oci_spec) else {
+            return;
+        };
+        if spec
+            .linux
+            .namespaces
+            .as_ref()
+            .is_some_and(|ns| !ns.iter().any(|n| n.kind == "ipc"))
+        {
+            rec.namespaces.insert("ipc", "host".into());
+        }
+        for m in spec.mounts {
+            let bound = m.kind == "bind"
+                && m.source.starts_with("/dev/")
+                && m.destination.starts_with("/dev/")
+                && m.destination != "/dev/shm";
+            let known = rec.devices.iter().any(|d| d.container == m.destination)
+                || rec.mounts.iter().any(|r| r.destination == m.destination);
+            if bound && !known {
+                rec.devices.push(record::RecordDevice {
+                    host: m.source,
+                    container: m.destination,
+                    permissions: String::new(),
+                });
+            }
+        }
+    }
+
     /// Capabilities a runtime takes away from what the engine grants:
     /// runsc removes CAP_NET_RAW unless started with --net-raw (measured
     /// here: a default container under runsc has every Docker default but
@@ -498,6 +540,56 @@ impl Engine {
                 .any(|a| a == "--oci-seccomp" || a == "--oci-seccomp=true")
         })
     }
+}
+
+/// The part of an OCI runtime configuration `Engine::settle` reads.
+#[derive(Debug, Default, Deserialize)]
+struct OciSpec {
+    #[serde(default)]
+    mounts: Vec<OciMount>,
+    #[serde(default)]
+    linux: OciLinux,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct OciLinux {
+    /// None: the configuration says nothing of namespaces.
+    #[serde(default)]
+    namespaces: Option<Vec<OciNamespace>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct OciNamespace {
+    #[serde(rename = "type", default)]
+    kind: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct OciMount {
+    #[serde(default)]
+    destination: String,
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    source: String,
+}
+
+/// An engine's runtime configuration file: a regular file of at most
+/// 8 MiB, opened without following a symlink or blocking on a FIFO.
+fn read_oci_spec(path: &str) -> Option<OciSpec> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    f.take(8 << 20).read_to_end(&mut bytes).ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 /// The records `inspect` found, and each ref it did not find with why.
@@ -578,6 +670,42 @@ mod tests {
         assert!(r.rootless);
         assert_eq!(r.runtime_kind("runc"), "runc/crun");
         assert_eq!(r.runtime_kind("crun"), "runc/crun");
+    }
+
+    #[test]
+    fn podman_settles_ipc_and_rootless_devices_from_its_runtime_config() {
+        let dir = std::env::temp_dir().join(format!("selfprobe-oci-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cfg = dir.join("config.json");
+        // As podman 4.3 wrote it for rootless `--ipc host --device /dev/fuse`.
+        std::fs::write(
+            &cfg,
+            r#"{"mounts": [{"destination": "/dev/fuse", "type": "bind", "source": "/dev/fuse"},
+                {"destination": "/dev/shm", "type": "bind", "source": "/x/userdata/shm"},
+                {"destination": "/proc", "type": "proc", "source": "proc"}],
+               "linux": {"namespaces": [{"type": "pid"}, {"type": "network"}, {"type": "uts"}, {"type": "mount"}]}}"#,
+        )
+        .unwrap();
+        let mut rec = record::fixture("podman-volumes");
+        rec.running = true;
+        rec.oci_config = Some(cfg.display().to_string());
+        rec.devices.clear();
+        assert!(!rec.shares_host("ipc"));
+        let e = engine(EngineKind::Podman);
+        e.settle(&mut rec);
+        assert!(rec.shares_host("ipc"));
+        let devs: Vec<&str> = rec.devices.iter().map(|d| d.container.as_str()).collect();
+        assert_eq!(devs, ["/dev/fuse"]);
+        // With its own IPC namespace listed, nothing changes; a Docker
+        // record is never touched.
+        std::fs::write(&cfg, r#"{"linux": {"namespaces": [{"type": "ipc"}]}}"#).unwrap();
+        let mut rec = record::fixture("podman-volumes");
+        rec.running = true;
+        rec.oci_config = Some(cfg.display().to_string());
+        rec.devices.clear();
+        e.settle(&mut rec);
+        assert!(!rec.shares_host("ipc") && rec.devices.is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

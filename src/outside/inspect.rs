@@ -26,6 +26,7 @@ use super::direct;
 use super::engine::{failure, Engine};
 use super::placement::{self, Candidate, Method, Passed};
 use super::record::{EngineKind, MountKind, Record};
+use super::resolve;
 use crate::attest::verify;
 use crate::finding::{Finding, Severity, Status};
 use crate::host::rfc3339;
@@ -43,11 +44,14 @@ const STDERR_CAP: usize = 64 << 10;
 /// its run, so the container still ends within `--timeout`.
 const CLEANUP_SHARE: u32 = 5;
 const MAX_CLEANUP: Duration = Duration::from_secs(5);
+/// The most paths resolved inside one container (its record's
+/// destinations and the report's socket paths).
+const MAX_RESOLVED: usize = 256;
 
 /// What the signature proves, and what it does not: said in the output of
 /// every inspection (text and JSON).
-pub const PROVES: &str = "A verified report was signed with this inspection's key, after the probe ran, for this container's fresh nonce, and names the SHA-256 of the binary that was placed: it was not changed on its way back and it is not a replay of an earlier run.";
-pub const DOES_NOT_PROVE: &str = "It does not prove that what the probe saw is true: the key was handed to a process inside the workspace, and a workspace that controls its own root can read it there, change what the probe sees, or run another program under the placed binary's name. The engine's record is the second witness: every fact on which the two disagree is a finding.";
+pub const PROVES: &str = "A verified report was signed with this inspection's key, after the probe ran, for this container's fresh nonce, and names the SHA-256 of the inspector's own binary, the one placed (a probe bind-mounted by the container's creator is run only when it is that binary): it was not changed on its way back and it is not a replay of an earlier run. A clean one (verified, no disagreement) also says its run had the inspector's arguments (root, workspace, policy, timeout, nonce, fail-on) and gave every fact the engine's record is compared with, each agreeing with the record; whether the runtime is a sandbox is the engine's word, not the report's.";
+pub const DOES_NOT_PROVE: &str = "It does not prove that what the probe saw is true, nor that the placed binary is what ran: the key was handed to a process inside the workspace, and a workspace that controls its own root can read it there, change what the probe sees, or swap the placed binary for a program that signs what it likes. Such a report is caught only where it contradicts the engine's record, leaves out a fact the comparison needs, or says its run had other arguments; a lie the record cannot contradict passes. The engine's record is the second witness: every fact on which the two disagree is a finding.";
 
 /// The command's options, checked (cli.rs makes them).
 #[derive(Debug, Clone)]
@@ -116,8 +120,18 @@ pub struct PlacementOut {
     /// placed it): the check of outside/direct.rs that did not hold.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_write_refused: Option<String>,
+    /// A probe bind-mounted by the container's creator that was not run,
+    /// and why (it is not the inspector's binary): the inspector's own was
+    /// placed instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound_refused: Option<String>,
     /// Whether the placed file is gone again (None: it was not ours to remove).
     pub removed: Option<bool>,
+    /// Who removed it: "probe" (its own --remove-self, in the run or the
+    /// canary plant) or "host" (what the host wrote, when the container
+    /// did not remove it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removed_by: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub removal: Option<String>,
     /// The SHA-256 of the binary placed (or found bind-mounted).
@@ -202,6 +216,15 @@ pub struct ContainerResult {
     pub workspace: Option<WorkspaceOut>,
     pub placement_passed: Vec<Passed>,
     pub comparisons: Vec<Comparison>,
+    /// Paths the comparison took as the container resolves them (the
+    /// record's destinations, the report's socket paths), where that
+    /// differs from how they are written.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub resolved: BTreeMap<String, String>,
+    /// Why the container's paths could not be resolved from the host (they
+    /// were compared as written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolve_refused: Option<String>,
     pub cis: Vec<Check>,
     pub glance: Option<Glance>,
     pub steps_ms: BTreeMap<&'static str, u128>,
@@ -233,6 +256,8 @@ impl ContainerResult {
             workspace: None,
             placement_passed: Vec::new(),
             comparisons: Vec::new(),
+            resolved: BTreeMap::new(),
+            resolve_refused: None,
             cis: Vec::new(),
             glance: None,
             steps_ms: BTreeMap::new(),
@@ -269,6 +294,8 @@ struct Staged {
     dir: PathBuf,
     binary: PathBuf,
     policy: Option<PathBuf>,
+    /// The policy's SHA-256, which the report must say its run had.
+    policy_sha256: Option<String>,
 }
 
 impl Drop for Staged {
@@ -278,10 +305,13 @@ impl Drop for Staged {
 }
 
 fn sha256_file(p: &Path, max: u64) -> Result<String, String> {
-    use crate::util::digest::Sha256;
     let f = std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    sha256_read(f.take(max), p)
+}
+
+fn sha256_read(mut r: impl Read, p: &Path) -> Result<String, String> {
+    use crate::util::digest::Sha256;
     let mut h = Sha256::new();
-    let mut r = f.take(max);
     let mut buf = vec![0u8; 1 << 16];
     loop {
         let n = r
@@ -295,6 +325,33 @@ fn sha256_file(p: &Path, max: u64) -> Result<String, String> {
     Ok(crate::util::codec::hex(&h.finish()))
 }
 
+/// The SHA-256 of a file on the host a container's creator named (a
+/// bind-mounted probe's source) when it can be the binary of `len` bytes:
+/// opened without blocking (a FIFO put there later does not hang the
+/// inspection), its type and size checked on the open file. Err: why it
+/// is not (or cannot be read).
+fn sha256_if(p: &Path, len: u64) -> Result<String, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
+        .open(p)
+        .map_err(|e| format!("it cannot be read: {e}"))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| format!("it cannot be read: {e}"))?;
+    if !meta.is_file() {
+        return Err("it is not a regular file".into());
+    }
+    if meta.len() != len {
+        return Err(format!(
+            "it is {} bytes, the inspector's binary {len}",
+            meta.len()
+        ));
+    }
+    sha256_read(f.take(len), p)
+}
+
 fn stage(binary: &Path, policy: Option<&Path>) -> Result<(Staged, String), String> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     let dir = std::env::temp_dir().join(format!("selfprobe-inspect-{}", random_hex(8)?));
@@ -305,6 +362,7 @@ fn stage(binary: &Path, policy: Option<&Path>) -> Result<(Staged, String), Strin
     let mut st = Staged {
         binary: dir.join("selfprobe"),
         policy: None,
+        policy_sha256: None,
         dir,
     };
     let meta =
@@ -320,6 +378,7 @@ fn stage(binary: &Path, policy: Option<&Path>) -> Result<(Staged, String), Strin
         std::fs::copy(p, &dst).map_err(|e| format!("--policy {}: {e}", p.display()))?;
         std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o644))
             .map_err(|e| e.to_string())?;
+        st.policy_sha256 = Some(sha256_file(&dst, 1 << 30)?);
         st.policy = Some(dst);
     }
     let sha = sha256_file(&st.binary, 1 << 30)?;
@@ -384,6 +443,9 @@ pub fn inspect(opts: &Options, signer: &Signer) -> Result<Inspection, InspectErr
     let (mut records, missing) = engine
         .inspect(&refs, Instant::now() + opts.timeout)
         .map_err(gone)?;
+    for r in &mut records {
+        engine.settle(r);
+    }
     let mut images: Vec<String> = records.iter().map(|r| r.image_id.clone()).collect();
     crate::util::sort::sort(&mut images);
     images.dedup();
@@ -574,7 +636,7 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
             "the container is not running (state {})",
             rec.status
         ));
-        finish(sh, rec, &mut c, None);
+        finish(sh, rec, &mut c, None, deadline);
         return c;
     }
     // Placement.
@@ -622,19 +684,18 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
     // (exit 126 or 127, nothing on stdout) sends us to the next place.
     let mut tried = Vec::new();
     let mut ran: Option<Ran> = None;
+    let mut bound_refused = None;
     let (mut place_ms, mut run_ms) = (0, 0);
     for cand in cands {
         let tp = Instant::now();
         let placed = place(sh, rec, &cand, cleanup_at);
         place_ms += ms(tp);
-        let Placed {
-            sha,
-            policy: policy_in,
-            copied_by,
-            refused,
-        } = match placed {
+        let mut placed = match placed {
             Ok(p) => p,
             Err(why) => {
+                if cand.existing {
+                    bound_refused = Some(why.clone());
+                }
                 tried.push(Passed {
                     place: cand.path.clone(),
                     why,
@@ -645,17 +706,18 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
         // The run removes the probe itself when nothing follows it and it
         // can unlink the file; otherwise the plant, as root, does.
         let run_removes = !cand.existing && volumes.is_empty() && root_user;
+        let left = cleanup_at.saturating_duration_since(Instant::now());
+        let asked = crosscheck::Asked {
+            root: "/".into(),
+            workspace: ws.as_ref().map(|w| w.0.clone()),
+            policy_sha256: sh.staged.policy_sha256.clone(),
+            timeout_ms: u64::try_from(probe_timeout(left).as_millis()).unwrap_or(u64::MAX),
+            nonce: nonce.clone(),
+            fail_on: sh.opts.fail_on,
+        };
+        let argv = run_argv(&cand, &asked, placed.policy.as_deref(), run_removes);
         let tr = Instant::now();
-        let out = run_probe(
-            sh,
-            rec,
-            &cand,
-            &nonce,
-            ws.as_ref().map(|w| w.0.as_str()),
-            policy_in.as_deref(),
-            run_removes,
-            cleanup_at,
-        );
+        let out = run_probe(sh, rec, &argv, cleanup_at);
         run_ms += ms(tr);
         // Docker writes its "OCI runtime exec failed" on stdout, podman
         // on stderr: either way no JSON came.
@@ -663,25 +725,33 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
         if matches!(out.exit_code, Some(126) | Some(127)) && no_json {
             let said = String::from_utf8_lossy(&out.stdout);
             let said = said.lines().next().unwrap_or("").trim();
+            // What the host wrote it removes again; a copy may remain.
+            let remains = match placed.host.as_mut().map(direct::Written::remove) {
+                Some(Ok(_)) => String::new(),
+                Some(Err(e)) => format!("; the host could not remove its copy: {e}"),
+                None if cand.existing => String::new(),
+                None => format!("; the copy may remain at {}", cand.path),
+            };
             tried.push(Passed {
                 place: cand.path.clone(),
                 why: format!(
-                    "copied, but it does not start there ({}{}){}",
+                    "copied, but it does not start there ({}{}){remains}",
                     failure(&format!("{} exec", sh.engine.cli_name()), &out),
                     if said.is_empty() {
                         String::new()
                     } else {
                         format!(": {}", sanitize::short(&sanitize::escape(said), 300))
                     },
-                    if cand.existing {
-                        String::new()
-                    } else {
-                        format!("; the copy may remain at {}", cand.path)
-                    }
                 ),
             });
         } else {
-            ran = Some((cand, (sha, policy_in, copied_by, refused), run_removes, out));
+            ran = Some(Ran {
+                cand,
+                placed,
+                asked,
+                run_removes,
+                out,
+            });
             break;
         }
         if Instant::now() >= cleanup_at {
@@ -690,7 +760,21 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
     }
     c.steps_ms.insert("place", place_ms);
     c.steps_ms.insert("run", run_ms);
-    let Some((cand, (sha, policy_in, copied_by, refused), run_removes, out)) = ran else {
+    let Some(Ran {
+        cand,
+        placed:
+            Placed {
+                sha,
+                policy: policy_in,
+                copied_by,
+                refused,
+                host: mut host_written,
+            },
+        asked,
+        run_removes,
+        out,
+    }) = ran
+    else {
         c.instruction = Some(placement::instruction(
             rec,
             sh.binary_shown,
@@ -701,7 +785,7 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
         c.not_probed = Some(
             "no placement: the probe could not be put in this container (see instruction)".into(),
         );
-        finish(sh, rec, &mut c, None);
+        finish(sh, rec, &mut c, None, deadline);
         return c;
     };
     c.placement_passed.extend(tried);
@@ -711,7 +795,9 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
         existing: cand.existing,
         copied_by,
         host_write_refused: refused,
+        bound_refused,
         removed: None,
+        removed_by: None,
         removal: None,
         sha256: sha.clone(),
     });
@@ -790,52 +876,118 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
         }
         c.steps_ms.insert("plant", ms(tc));
     }
-    finish(sh, rec, &mut c, report.as_ref());
+    // What the host wrote, the host checks is gone and removes when it is
+    // not: a root without CAP_DAC_OVERRIDE cannot unlink it in podman's
+    // 0555 `/`, and what the container says of its removal is its word.
+    if let (Some(w), Some(p)) = (host_written.as_mut(), c.placement.as_mut()) {
+        match w.remove() {
+            Ok(names) if names.is_empty() => {
+                p.removed = Some(true);
+                p.removed_by = Some("probe");
+                p.removal = None;
+            }
+            Ok(_) => {
+                let why = p.removal.take();
+                p.removed = Some(true);
+                p.removed_by = Some("host");
+                p.removal = Some(format!(
+                    "the container did not remove it ({}); the host removed what it wrote",
+                    why.as_deref().unwrap_or("it said it had")
+                ));
+            }
+            Err(e) => {
+                p.removed = Some(false);
+                p.removed_by = None;
+                p.removal = Some(format!(
+                    "{}; the host could not remove it either: {e}",
+                    p.removal.as_deref().unwrap_or("not removed")
+                ));
+            }
+        }
+    }
+    finish(
+        sh,
+        rec,
+        &mut c,
+        report.as_ref().map(|r| (r, &asked)),
+        deadline,
+    );
     c.steps_ms.insert("total", ms(t0));
     c
 }
 
 /// What `place` did: the SHA-256 of the binary there, the policy's path
-/// beside it, how the files got there (PlacementOut::copied_by) and why
-/// not from the host when that was tried.
+/// beside it, how the files got there (PlacementOut::copied_by), why not
+/// from the host when that was tried, and the files the host wrote (which
+/// the host removes again when the container cannot).
 struct Placed {
     sha: String,
     policy: Option<String>,
     copied_by: &'static str,
     refused: Option<String>,
+    host: Option<direct::Written>,
 }
 
-/// A placement that ran: the candidate, what `place` gave, whether the run
-/// removes the probe, and the run's output.
-type Ran = (
-    Candidate,
-    (String, Option<String>, &'static str, Option<String>),
-    bool,
-    Captured,
-);
+/// A placement that ran: the candidate, what `place` gave, the arguments
+/// the run was given, whether the run removes the probe, and its output.
+struct Ran {
+    cand: Candidate,
+    placed: Placed,
+    asked: crosscheck::Asked,
+    run_removes: bool,
+    out: Captured,
+}
 
-/// Copies the probe (and the policy, beside it) to `cand`, or why not. The
-/// probe already bind-mounted in is hashed from its source on the host.
-/// On the root filesystem of a runc or crun container the files are written
-/// from the host when outside/direct.rs's checks hold (an engine's cp costs
-/// an exec), else by the engine's cp.
+/// Copies the probe (and the policy, beside it) to `cand`, or why not. A
+/// probe already bind-mounted in is used only when it is the inspector's
+/// own binary (the same SHA-256, read from its source on the host) and
+/// read-only inside: whoever starts the container decides what is at that
+/// path. On the root filesystem of a runc or crun container the files are
+/// written from the host when outside/direct.rs's checks hold (an
+/// engine's cp costs an exec), else by the engine's cp.
 fn place(sh: &Shared, rec: &Record, cand: &Candidate, until: Instant) -> Result<Placed, String> {
-    let placed = |sha: String, policy, copied_by, refused| Placed {
+    let placed = |sha: String, policy, copied_by, refused, host| Placed {
         sha,
         policy,
         copied_by,
         refused,
+        host,
     };
     if cand.existing {
         let host = cand.host_binary.as_deref().unwrap_or("");
-        let sha = sha256_file(Path::new(host), 1 << 30)
-            .map_err(|e| format!("its source on the host cannot be read: {e}"))?;
-        return Ok(placed(sha, None, "", None));
+        let len = std::fs::metadata(&sh.staged.binary)
+            .map_err(|e| format!("the staged binary: {e}"))?
+            .len();
+        let sha = sha256_if(Path::new(host), len).and_then(|s| {
+            if s == sh.binary_sha {
+                Ok(s)
+            } else {
+                Err(format!(
+                    "its SHA-256 is {s}, the inspector's binary's {}",
+                    sh.binary_sha
+                ))
+            }
+        });
+        let sha = sha.map_err(|why| {
+            format!(
+                "bind-mounted by the container's creator from {}, which is not the inspector's binary ({why}): not run",
+                sanitize::escape(host)
+            )
+        })?;
+        return Ok(placed(sha, None, "", None, None));
     }
     let mut refused = None;
     if cand.method == Method::Rootfs {
         match place_direct(sh, rec, cand) {
-            Ok(policy) => return Ok(placed(sh.binary_sha.to_string(), policy, "host", None)),
+            Ok((policy, written)) => {
+                return Ok(placed(
+                    sh.binary_sha.to_string(),
+                    policy,
+                    "host",
+                    None,
+                    Some(written),
+                ))
+            }
             Err(why) => refused = Some(why),
         }
     }
@@ -846,7 +998,7 @@ fn place(sh: &Shared, rec: &Record, cand: &Candidate, until: Instant) -> Result<
         return Err(failure(&format!("{} cp", sh.engine.cli_name()), &cp));
     }
     let Some(src) = &sh.staged.policy else {
-        return Ok(placed(sh.binary_sha.to_string(), None, "cp", refused));
+        return Ok(placed(sh.binary_sha.to_string(), None, "cp", refused, None));
     };
     let p = format!("{}.policy.toml", cand.path);
     let cp = sh.engine.copy_in(src, &rec.id, &p, until);
@@ -857,44 +1009,52 @@ fn place(sh: &Shared, rec: &Record, cand: &Candidate, until: Instant) -> Result<
         );
         return Err(why);
     }
-    Ok(placed(sh.binary_sha.to_string(), Some(p), "cp", refused))
+    Ok(placed(
+        sh.binary_sha.to_string(),
+        Some(p),
+        "cp",
+        refused,
+        None,
+    ))
 }
 
 /// The probe and the policy written from the host into the container's
-/// root (outside/direct.rs): Ok(the policy's path, if one was placed), or
-/// why not, and then nothing of it is left and the engine's cp is used.
-fn place_direct(sh: &Shared, rec: &Record, cand: &Candidate) -> Result<Option<String>, String> {
+/// root (outside/direct.rs): the policy's path, if one was placed, and
+/// what was written; or why not, and then nothing of it is left and the
+/// engine's cp is used.
+fn place_direct(
+    sh: &Shared,
+    rec: &Record,
+    cand: &Candidate,
+) -> Result<(Option<String>, direct::Written), String> {
     let name = cand
         .path
         .strip_prefix('/')
         .filter(|n| !n.contains('/'))
         .ok_or_else(|| format!("{} is not a name directly in /", cand.path))?;
     let root = direct::Root::open(rec, sh.engine.runtime_kind(&rec.runtime))?;
-    root.put(&sh.staged.binary, name)?;
+    let mut written = root.written();
+    written.put(&sh.staged.binary, name)?;
     let Some(src) = &sh.staged.policy else {
-        return Ok(None);
+        return Ok((None, written));
     };
     let policy = format!("{name}.policy.toml");
-    if let Err(why) = root.put(src, &policy) {
-        root.remove(name);
+    if let Err(why) = written.put(src, &policy) {
+        let _ = written.remove();
         return Err(why);
     }
-    Ok(Some(format!("/{policy}")))
+    Ok((Some(format!("/{policy}")), written))
 }
 
-/// The probe's run: the report and the envelope on stdout, the key on stdin.
-#[allow(clippy::too_many_arguments)]
-fn run_probe(
-    sh: &Shared,
-    rec: &Record,
+/// The arguments of the probe's run: `asked` (what the report must say
+/// its run had: root, workspace, policy, timeout, nonce, --fail-on) and
+/// the policy's path inside.
+fn run_argv(
     cand: &Candidate,
-    nonce: &str,
-    workspace: Option<&str>,
+    asked: &crosscheck::Asked,
     policy: Option<&str>,
     remove: bool,
-    until: Instant,
-) -> Captured {
-    let left = until.saturating_duration_since(Instant::now());
+) -> Vec<String> {
     let mut argv: Vec<String> = vec![
         cand.path.clone(),
         "run".into(),
@@ -904,17 +1064,19 @@ fn run_probe(
         "-".into(),
         "--sign-key-fd".into(),
         "0".into(),
+        "--root".into(),
+        asked.root.clone(),
         "--nonce".into(),
-        nonce.to_string(),
+        asked.nonce.clone(),
         "--timeout".into(),
-        format!("{}ms", probe_timeout(left).as_millis()),
+        format!("{}ms", asked.timeout_ms),
         "--fail-on".into(),
-        sh.opts
+        asked
             .fail_on
             .map_or("none".to_string(), |s| s.as_str().to_string()),
     ];
-    if let Some(w) = workspace {
-        argv.extend(["--workspace".into(), w.to_string()]);
+    if let Some(w) = &asked.workspace {
+        argv.extend(["--workspace".into(), w.clone()]);
     }
     if let Some(p) = policy {
         argv.extend(["--policy".into(), p.to_string()]);
@@ -922,10 +1084,15 @@ fn run_probe(
     if remove {
         argv.push("--remove-self".into());
     }
+    argv
+}
+
+/// The probe's run: the report and the envelope on stdout, the key on stdin.
+fn run_probe(sh: &Shared, rec: &Record, argv: &[String], until: Instant) -> Captured {
     sh.engine.exec(
         &rec.id,
         None,
-        &argv,
+        argv,
         Some(sh.key_pem.as_bytes()),
         until,
         (REPORT_CAP, STDERR_CAP),
@@ -940,14 +1107,17 @@ fn note_removal(c: &mut ContainerResult, out: &Captured) {
         match line {
             Some(l) if l.contains("--remove-self: removed ") => {
                 p.removed = Some(true);
+                p.removed_by = Some("probe");
                 p.removal = None;
             }
             Some(l) => {
                 p.removed = Some(false);
+                p.removed_by = None;
                 p.removal = Some(sanitize::short(&sanitize::escape(l.trim()), 300));
             }
             None => {
                 p.removed = Some(false);
+                p.removed_by = None;
                 p.removal = Some(match out.status {
                     ToolStatus::Timeout => {
                         "the probe was killed at the deadline before it could remove itself".into()
@@ -1200,13 +1370,37 @@ fn outside_findings(rec: &Record, c: &mut ContainerResult) {
     }
 }
 
-/// The cross-check, the CIS floor, the policy and the exit code.
-fn finish(sh: &Shared, rec: &Record, c: &mut ContainerResult, report: Option<&Value>) {
-    if let Some(r) = report {
+/// The cross-check, the CIS floor, the policy and the exit code. `run`:
+/// the report and the arguments its run was given.
+fn finish(
+    sh: &Shared,
+    rec: &Record,
+    c: &mut ContainerResult,
+    run: Option<(&Value, &crosscheck::Asked)>,
+    deadline: Instant,
+) {
+    let report = run.map(|(r, _)| r);
+    if let Some((r, asked)) = run {
+        // The record's destinations and the report's socket paths, as the
+        // container resolves them (outside/resolve.rs).
+        let kind = sh.engine.runtime_kind(&rec.runtime);
+        let resolved = match resolve::Root::open(rec, kind) {
+            Ok(root) => {
+                let paths = crosscheck::paths_to_resolve(rec, r, MAX_RESOLVED);
+                let until = deadline.min(Instant::now() + MAX_CLEANUP);
+                resolve::resolve_all(root, paths, until)
+            }
+            Err(why) => {
+                c.resolve_refused = Some(why);
+                BTreeMap::new()
+            }
+        };
         let ctx = crosscheck::Context {
             rec,
             engine: sh.engine,
             all_caps: &sh.all_caps,
+            asked: Some(asked),
+            resolved: &resolved,
         };
         let o = crosscheck::compare(&ctx, r);
         c.comparisons = o.comparisons;
@@ -1217,6 +1411,7 @@ fn finish(sh: &Shared, rec: &Record, c: &mut ContainerResult, report: Option<&Va
                 .map(|f| f.with("verified", c.verified)),
         );
         c.glance = Some(glance(r));
+        c.resolved = resolved;
     }
     c.cis = cis::section5(rec, report, &c.findings);
     let today = crate::host::today(SystemTime::now());

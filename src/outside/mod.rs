@@ -14,4 +14,5 @@ pub mod engine;
 pub mod inspect;
 pub mod placement;
 pub mod record;
+pub mod resolve;
 pub mod teardown;

@@ -1,6 +1,7 @@
 //! Where the probe goes in a running container, chosen from the engine's
-//! record before anything is copied: the probe already bind-mounted in
-//! (nothing to copy or remove); the root filesystem when writable; a
+//! record before anything is copied: the probe already bind-mounted in,
+//! read-only (nothing to copy or remove; inspect runs it only when it is
+//! the inspector's own binary); the root filesystem when writable; a
 //! writable tmpfs that allows exec; a writable volume. A host bind is used
 //! only when the user names it (`--place-in`), and the workspace never: a
 //! file appearing in a developer's checkout, even briefly, wakes file
@@ -88,7 +89,10 @@ pub fn candidates(
     let mut passed = Vec::new();
     let is_workspace =
         |p: &str| workspace.is_some_and(|w| within(p, w) || within(w, p) && p != "/");
-    // The probe bind-mounted in as the instruction says: use it as it is.
+    // The probe bind-mounted in as the instruction says: used as it is
+    // when it is the inspector's binary (inspect compares the SHA-256 of
+    // its source before it runs it) and read-only inside, so the workspace
+    // cannot change it between that check and the run.
     for m in &rec.mounts {
         if m.kind == MountKind::Bind
             && Path::new(&m.destination)
@@ -96,6 +100,13 @@ pub fn candidates(
                 .is_some_and(|n| n == "selfprobe")
             && std::fs::metadata(&m.source).is_ok_and(|md| md.is_file())
         {
+            if m.rw {
+                passed.push(Passed {
+                    place: m.destination.clone(),
+                    why: "a probe bind-mounted read-write: the workspace could change it after it is checked, so it is not run".into(),
+                });
+                continue;
+            }
             out.push(Candidate {
                 method: Method::Bind,
                 path: m.destination.clone(),
@@ -191,7 +202,9 @@ pub fn candidates(
         }
     }
     for m in rec.mounts.iter().filter(|m| m.kind == MountKind::Bind) {
-        if out.iter().any(|c| c.existing && c.path == m.destination) {
+        if out.iter().any(|c| c.existing && c.path == m.destination)
+            || passed.iter().any(|p| p.place == m.destination)
+        {
             continue;
         }
         passed.push(Passed {

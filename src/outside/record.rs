@@ -178,6 +178,10 @@ pub struct Record {
     pub merged_dir: Option<String>,
     #[serde(skip)]
     pub pid: i64,
+    /// Podman's OCIConfigPath: the runtime configuration it wrote for the
+    /// running container (Engine::settle reads what the record leaves out).
+    #[serde(skip)]
+    pub oci_config: Option<String>,
 }
 
 fn s(v: &Value, ptr: &str) -> String {
@@ -436,6 +440,7 @@ pub fn parse_record(v: &Value) -> Result<Record, RecordError> {
             .then(|| s(v, "/GraphDriver/Data/MergedDir"))
             .filter(|d| !d.is_empty()),
         pid: i(v, "/State/Pid"),
+        oci_config: Some(s(v, "/OCIConfigPath")).filter(|p| p.starts_with('/')),
     })
 }
 

@@ -6,6 +6,7 @@
 use std::fmt::Write;
 
 use super::text::sanitize;
+use crate::outside::crosscheck::Verdict;
 use crate::outside::inspect::{ContainerResult, Inspection, DOES_NOT_PROVE, PROVES};
 use crate::outside::teardown::Teardown;
 
@@ -135,7 +136,37 @@ pub fn render(insp: &Inspection) -> String {
                 );
             }
         }
+        let unknown: Vec<String> = c
+            .comparisons
+            .iter()
+            .filter(|x| x.verdict == Verdict::Unknown)
+            .map(|x| {
+                format!(
+                    "{} ({})",
+                    sanitize(&x.fact),
+                    sanitize(x.note.as_deref().unwrap_or("no reason"))
+                )
+            })
+            .collect();
+        if !unknown.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n{name}: {} fact(s) unknown, with the report's reason:",
+                unknown.len()
+            );
+            for u in &unknown {
+                let _ = writeln!(o, "  - {u}");
+            }
+        }
         if let Some(p) = &c.placement {
+            if let Some(why) = &p.bound_refused {
+                let _ = writeln!(
+                    o,
+                    "\n{name}: the probe bind-mounted by its creator was not run ({}); the inspector's own was placed at {}",
+                    sanitize(why),
+                    sanitize(&p.path)
+                );
+            }
             if p.removed == Some(false) {
                 let _ = writeln!(
                     o,

@@ -20,11 +20,11 @@
 //! contacted. debootstrap talks only to Debian's mirror (a package registry).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::process::Command;
 use std::time::Duration;
 
 use crate::agents::{agent_home, check_agent_home, workspace_mcp, Canaries};
+use crate::common::devc;
 use crate::common::podman::{self, run_bounded, skip_or_fail, unique, TempPath, RUN_TIMEOUT};
 use crate::common::shipped;
 use serde_json::{json, Value};
@@ -56,21 +56,6 @@ pub fn docker_engine() -> Engine {
 impl Engine {
     fn cmd(&self) -> Command {
         (self.base)()
-    }
-
-    /// Whether the engine answers; a visible SKIP (a failure under CI=true)
-    /// when it does not.
-    fn ready(&self, test: &str) -> bool {
-        podman::rootful_engine_answers(test, self.name, self.cmd())
-    }
-
-    fn image_exists(&self, tag: &str) -> bool {
-        self.cmd()
-            .args(["image", "inspect", tag])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
     }
 
     /// `ENGINE run --rm --name N FLAGS IMAGE ARGV`, bounded; the container is
@@ -193,109 +178,15 @@ fn chown_tree(p: &Path, uid: u32) {
 }
 
 // ---------------------------------------------------------------------------
-// The devcontainer-style image: debootstrap, cached.
+// The devcontainer-style image: debootstrap, cached (common/devc.rs).
 
-/// tests/devc/build.sh: the recipe of the two root tarballs, and their
-/// cache (.ci/run runs it in the background while the crate compiles).
-fn build_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/devc/build.sh")
-}
-
-/// The script's RECIPE, which names its tarballs and so the images here:
-/// one place to bump when the recipe changes.
-fn recipe() -> Result<String, String> {
-    let script = build_script();
-    let text =
-        std::fs::read_to_string(&script).map_err(|e| format!("{}: {e}", script.display()))?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("RECIPE="))
-        .map(|r| r.trim().to_string())
-        .ok_or_else(|| format!("{}: no RECIPE= line", script.display()))
-}
-
-fn tag(sudo: bool) -> Result<String, String> {
-    Ok(format!(
-        "localhost/selfprobe-devc:bookworm-{}-{}",
-        if sudo { "sudo" } else { "plain" },
-        recipe()?
-    ))
-}
-
-fn sh(cmd: &mut Command, what: &str, limit: Duration) -> Result<String, String> {
-    let shown = format!("{cmd:?}");
-    let out = run_bounded(std::mem::replace(cmd, Command::new("true")), limit, None)?;
-    if out.code != Some(0) {
-        return Err(format!(
-            "{what}: {shown} exited {:?}\n{}\n{}",
-            out.code,
-            out.stdout
-                .lines()
-                .rev()
-                .take(20)
-                .collect::<Vec<_>>()
-                .join("\n"),
-            out.stderr
-        ));
-    }
-    Ok(out.stdout)
-}
-
-/// The two root tarballs (plain, sudo), from tests/devc/build.sh: made
-/// once from Debian's mirror and then found in its cache.
-pub fn devc_tars() -> Result<(PathBuf, PathBuf), String> {
-    static TARS: OnceLock<Result<(PathBuf, PathBuf), String>> = OnceLock::new();
-    TARS.get_or_init(|| {
-        let mut cmd = Command::new("bash");
-        cmd.arg(build_script());
-        let out = sh(
-            &mut cmd,
-            "the devcontainer tarballs",
-            Duration::from_secs(1200),
-        )?;
-        let mut lines = out.lines().map(PathBuf::from);
-        match (lines.next(), lines.next()) {
-            (Some(plain), Some(sudo)) if plain.is_file() && sudo.is_file() => Ok((plain, sudo)),
-            _ => Err(format!(
-                "{} printed {out:?}: expected the plain and the sudo tarball's paths",
-                build_script().display()
-            )),
-        }
-    })
-    .clone()
-}
-
-/// The image's tag in this engine, imported from the cached tarball when
-/// the engine does not have it yet.
-fn devc_image(e: &Engine, sudo: bool) -> Result<String, String> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    let _one = LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let t = tag(sudo)?;
-    if e.image_exists(&t) {
-        return Ok(t);
-    }
-    let (plain, with_sudo) = devc_tars()?;
-    let tar = if sudo { with_sudo } else { plain };
-    sh(
-        e.cmd().arg("import").arg(&tar).arg(&t),
-        &format!("{} import", e.name),
-        Duration::from_secs(300),
-    )?;
-    Ok(t)
-}
+// The sandboxes suite reaches the tarballs through here.
+#[allow(unused_imports)]
+pub use devc::devc_tars;
 
 /// Gate for a devcontainer case: the engine and the image, or a visible SKIP.
 fn devc_setup(e: &Engine, test: &str, sudo: bool) -> Option<String> {
-    if !e.ready(test) {
-        return None;
-    }
-    match devc_image(e, sudo) {
-        Ok(t) => Some(t),
-        Err(why) if why.contains("debootstrap is missing") => {
-            skip_or_fail(test, &why);
-            None
-        }
-        Err(why) => panic!("{test}: building the devcontainer image failed: {why}"),
-    }
+    devc::setup(test, e.name, e.base, sudo)
 }
 
 /// A workspace holding the shipped binary at tools/selfprobe, as the

@@ -1,9 +1,15 @@
 //! `selfprobe inspect` against real engines (issue 21): Docker with runc and
-//! with runsc, rootful podman and rootless podman, each inspecting (a) a
-//! clean --cap-drop=all --network none container with a workspace bind,
+//! with runsc, rootful podman and rootless podman, each inspecting the same
+//! six shapes of honest container: (a) a clean --cap-drop=all --network
+//! none container with a workspace bind, as root and (a-user) as uid 1000,
 //! (b) --cap-add SYS_ADMIN --pid host with an engine socket, (c) a FROM
-//! scratch image with no shell; the read-only containers it cannot place
-//! the probe in; nothing left behind; the key in no file and no output.
+//! scratch image with no shell, (cis) more of the CIS floor's warnings
+//! (host IPC and UTS, a device, no seccomp, a host directory), and (ro) a
+//! --read-only root (which Docker cannot place the probe in, and podman's
+//! exec-allowed /tmp takes). Each probed one is verified with no
+//! disagreement (issue 28: the inspector's binary, its arguments, every
+//! fact present and agreeing), and nothing is left behind (`diff` as it
+//! was); the key is in no file and no output.
 //!
 //! Every case of one engine shares one `inspect` call, the way a user runs
 //! it over a fleet: the containers start in parallel and are inspected four
@@ -42,6 +48,14 @@ fn probed(c: &Value, agree: bool) -> Vec<String> {
     }
     if c["report"].is_null() || c["envelope"].is_null() {
         bad.push(format!("{name}: no report or envelope file"));
+    }
+    // The container's paths were resolved in its root from the host
+    // (outside/resolve.rs), rootless and under gVisor too.
+    if !c["resolve_refused"].is_null() {
+        bad.push(format!(
+            "{name}: paths not resolved: {}",
+            c["resolve_refused"]
+        ));
     }
     if agree && c["disagreements"].as_array().is_none_or(|d| !d.is_empty()) {
         bad.push(format!("{name}: disagreements: {:#}", c["disagreements"]));
@@ -252,6 +266,48 @@ fn docker_runc_and_runsc_inspect_places_verifies_and_agrees() {
                 sleep,
                 "a",
             ),
+            (
+                "ga-user",
+                vec![
+                    "--runtime",
+                    "runsc",
+                    "--cap-drop=all",
+                    "--user",
+                    "1000:1000",
+                    "-v",
+                    &wsv,
+                ],
+                img,
+                sleep,
+                "a",
+            ),
+            (
+                "gcis",
+                vec![
+                    "--runtime",
+                    "runsc",
+                    "--ipc",
+                    "host",
+                    "--uts",
+                    "host",
+                    "--device",
+                    "/dev/fuse",
+                    "--security-opt",
+                    "seccomp=unconfined",
+                    "-v",
+                    &usrv,
+                ],
+                img,
+                sleep,
+                "cis",
+            ),
+            (
+                "gro",
+                vec!["--runtime", "runsc", "--read-only", "--tmpfs", "/tmp"],
+                img,
+                sleep,
+                "ro",
+            ),
             // runsc refuses to mount a socket ("failed to mount
             // /var/run/docker.sock (type: bind): operation not permitted"),
             // and under --pid host its sandbox still has a PID namespace of
@@ -390,16 +446,46 @@ fn podman_rootful_inspect_places_verifies_and_agrees() {
     let noshell = Image::podman(import_noshell(Eng::Podman, None, &tmp.path), None);
     let svc = PodmanService::start();
     let ws = workspace();
+    let usr = TempPath::dir("usr").unwrap();
     let wsv = format!("{}:/workspace", ws.arg());
+    let usrv = format!("{}:/usr", usr.arg());
     let sockv = format!("{}:/run/podman/podman.sock", svc.sock.arg());
     let sleep: &[&str] = &["/bin/sleep", "600"];
     let specs: Vec<Spec> = vec![
+        // podman's `/` is 0555: root without CAP_DAC_OVERRIDE cannot
+        // unlink the probe the host wrote there, and the host removes it.
+        ("pa", vec!["--cap-drop=all", "-v", &wsv], img, sleep, "a"),
         (
-            "pa",
-            vec!["--read-only", "--cap-drop=all", "-v", &wsv],
+            "pa-user",
+            vec!["--cap-drop=all", "--user", "1000:1000", "-v", &wsv],
             img,
             sleep,
             "a",
+        ),
+        (
+            "pcis",
+            vec![
+                "--ipc",
+                "host",
+                "--uts",
+                "host",
+                "--device",
+                "/dev/fuse",
+                "--security-opt",
+                "seccomp=unconfined",
+                "-v",
+                &usrv,
+            ],
+            img,
+            sleep,
+            "cis",
+        ),
+        (
+            "pro",
+            vec!["--read-only", "--cap-drop=all", "-v", &wsv],
+            img,
+            sleep,
+            "ro",
         ),
         (
             "pb",
@@ -448,13 +534,42 @@ fn podman_rootless_inspect_places_verifies_and_agrees() {
         }
         std::thread::sleep(Duration::from_millis(25));
     }
+    let usr = rl.place.subdir("usr");
     let wsv = format!("{}:/workspace", ws.display());
+    let usrv = format!("{}:/usr", usr.display());
     let sockv = format!("{}:/run/podman/podman.sock", sock.display());
     let sleep: &[&str] = &["/bin/sleep", "600"];
     let image = rl.image.clone();
     let specs: Vec<Spec> = vec![
+        ("ra", vec!["--cap-drop=all", "-v", &wsv], &image, sleep, "a"),
         (
-            "ra",
+            "ra-user",
+            vec!["--cap-drop=all", "--user", "1000:1000", "-v", &wsv],
+            &image,
+            sleep,
+            "a",
+        ),
+        // No --ipc host: rootless podman then binds the host's /dev/mqueue,
+        // which this machine does not mount ("statfs /dev/mqueue: no such
+        // file or directory").
+        (
+            "rcis",
+            vec![
+                "--uts",
+                "host",
+                "--device",
+                "/dev/fuse",
+                "--security-opt",
+                "seccomp=unconfined",
+                "-v",
+                &usrv,
+            ],
+            &image,
+            sleep,
+            "cis",
+        ),
+        (
+            "rro",
             vec![
                 "--read-only",
                 "--cap-drop=all",
@@ -465,7 +580,7 @@ fn podman_rootless_inspect_places_verifies_and_agrees() {
             ],
             &image,
             sleep,
-            "a",
+            "ro",
         ),
         (
             "rb",
@@ -592,7 +707,7 @@ fn inspect_podman(
             bad.push(format!("{tag}: placed by {} (want {want})", e["placement"]));
         }
         match *kind {
-            "a" if e["placement"]["method"] != "tmpfs" => {
+            "ro" if e["placement"]["method"] != "tmpfs" => {
                 bad.push(format!(
                     "{tag}: --read-only should place in an exec-allowed tmpfs: {}",
                     e["placement"]

@@ -1,13 +1,16 @@
 //! `selfprobe inspect` against hostile workspaces (issue 21): what comes
-//! back from a container is untrusted. A stand-in for the probe (the test's
-//! own `--binary`, a shell script whose behaviour each container's HOSTILE
-//! variable picks) hangs, floods 1 GiB, prints JSON that is not a report,
-//! dies mid-run, changes its report after signing, answers another nonce,
-//! runs another binary, or lies about its capabilities. Each is reported
-//! as not probed or not verified with the reason, inside the container's
-//! --timeout, with the host's memory bounded, while a container in the same
-//! call with the real probe bind-mounted is verified as usual. An engine
-//! CLI that hangs is bounded the same way.
+//! back from a container is untrusted. Each hostile container swaps the
+//! probe inspect places for a stand-in of its own (a loop watching `/` for
+//! `.selfprobe-*` moves the placed binary aside and puts a shell script in
+//! its place, as a workspace can: issue 28), whose behaviour the
+//! container's HOSTILE variable picks: it hangs, floods 1 GiB, prints JSON
+//! that is not a report, dies mid-run, changes its report after signing,
+//! answers another nonce, runs another binary, or runs the real one as
+//! another user so that it lies about its capabilities. Each is reported as
+//! not probed, not verified or not clean with the reason, inside the
+//! container's --timeout, with the host's memory bounded, while a container
+//! in the same call with the real probe bind-mounted is verified as usual.
+//! An engine CLI that hangs is bounded the same way.
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
@@ -17,20 +20,35 @@ use serde_json::Value;
 
 use crate::common::engines::docker_image;
 use crate::common::inspect::*;
-use crate::common::podman::TempPath;
+use crate::common::podman::{run_bounded, TempPath};
 use crate::common::shipped;
+
+/// The workspace's watcher: every `/.selfprobe-*` inspect places is moved
+/// aside (to `….real`) and the stand-in put in its place.
+const WATCH: &str = r#"#!/bin/sh
+while :; do
+  for f in /.selfprobe-*; do
+    case "$f" in *'*'*|*.policy.toml|*.real) continue ;; esac
+    [ -e "$f.real" ] && continue
+    mv "$f" "$f.real" && cp /opt/hostile/standin "$f" && chmod 755 "$f"
+  done
+  usleep 1000
+done
+"#;
 
 const STANDIN: &str = r#"#!/bin/sh
 # A hostile stand-in for selfprobe: $HOSTILE (the container's variable)
-# picks the lie; /opt/real is the real probe, bind-mounted read-only.
-if [ "$1" = "--version" ]; then echo "selfprobe 0.1.0"; exit 0; fi
-if [ "$1" = "canary" ]; then exec /opt/real "$@"; fi
+# picks the lie; "$0.real" is the probe inspect placed, /opt/other another
+# selfprobe binary.
+real="$0.real"
+if [ "$1" = "canary" ]; then exec "$real" "$@"; fi
+echo "$HOSTILE" > /tmp/standin-ran
 case "$HOSTILE" in
 hang) exec sleep 1000 ;;
 flood) exec head -c 1073741824 /dev/zero ;;
 notreport) echo '{"hello": "not a report"}'; exit 0 ;;
-midrun) /opt/real "$@" | head -c 5000; exit 1 ;;
-tamper) /opt/real "$@" | sed 's/"schema_version": 1,/"schema_version": 1, "tampered": true,/'; exit 0 ;;
+midrun) "$real" "$@" | head -c 5000; exit 1 ;;
+tamper) "$real" "$@" | sed 's/"schema_version": 1,/"schema_version": 1, "tampered": true,/'; exit 0 ;;
 nonce)
   first=1
   for a in "$@"; do
@@ -38,9 +56,10 @@ nonce)
     if [ "$prev" = "--nonce" ]; then a=0000replayed0000; fi
     set -- "$@" "$a"; prev=$a
   done
-  exec /opt/real "$@" ;;
-lie) exec start-stop-daemon -S -c dev:dev -x /opt/real -- "$@" ;;
-*) exec /opt/real "$@" ;;
+  exec "$real" "$@" ;;
+lie) exec start-stop-daemon -S -c dev:dev -x "$real" -- "$@" ;;
+subst) exec /opt/other "$@" ;;
+*) exec "$real" "$@" ;;
 esac
 "#;
 
@@ -51,11 +70,24 @@ fn hostile_probes_are_not_probed_or_not_verified_and_the_others_are_unaffected()
         return;
     };
     let tmp = TempPath::dir("hostile").unwrap();
+    std::fs::set_permissions(&tmp.path, std::fs::Permissions::from_mode(0o755)).unwrap();
     let key = key(&tmp.path);
-    let standin = tmp.path.join("standin");
-    std::fs::write(&standin, STANDIN).unwrap();
-    std::fs::set_permissions(&standin, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let real = format!("{}:/opt/real:ro", shipped::bin_str());
+    let hostile = tmp.path.join("hostile");
+    std::fs::create_dir(&hostile).unwrap();
+    for (name, text) in [("watch", WATCH), ("standin", STANDIN)] {
+        std::fs::write(hostile.join(name), text).unwrap();
+        std::fs::set_permissions(hostile.join(name), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+    }
+    // Another selfprobe binary: the shipped one with bytes after its end
+    // (it still runs; its SHA-256 is not the inspector's).
+    let other = tmp.path.join("other");
+    let mut bytes = std::fs::read(shipped::bin()).unwrap();
+    bytes.extend_from_slice(b"\nanother build\n");
+    std::fs::write(&other, bytes).unwrap();
+    std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let hdir = format!("{}:/opt/hostile:ro", hostile.display());
+    let otherv = format!("{}:/opt/other:ro", other.display());
     let mounted = format!("{}:/usr/local/bin/selfprobe:ro", shipped::bin_str());
     let cases = [
         "good",
@@ -72,17 +104,20 @@ fn hostile_probes_are_not_probed_or_not_verified_and_the_others_are_unaffected()
         let hs: Vec<_> = cases
             .iter()
             .map(|case| {
-                let (real, mounted) = (&real, &mounted);
+                let (hdir, otherv, mounted) = (&hdir, &otherv, &mounted);
                 s.spawn(move || {
                     let env = format!("HOSTILE={case}");
-                    let mut f = vec!["--network", "none", "-e", &env, "-v", real];
-                    if *case == "good" {
+                    let mut f = vec!["--network", "none", "-e", &env];
+                    let cmd: &[&str] = if *case == "good" {
+                        // The inspector's own binary, bind-mounted as the
+                        // instruction says: run as it is.
                         f.extend(["-v", mounted.as_str()]);
-                    }
-                    (
-                        Ctr::start(Eng::Docker, None, case, &f, img, &["/bin/sleep", "600"]),
-                        *case,
-                    )
+                        &["/bin/sleep", "600"]
+                    } else {
+                        f.extend(["-v", hdir.as_str(), "-v", otherv.as_str()]);
+                        &["/bin/sh", "/opt/hostile/watch"]
+                    };
+                    (Ctr::start(Eng::Docker, None, case, &f, img, cmd), *case)
                 })
             })
             .collect();
@@ -99,8 +134,6 @@ fn hostile_probes_are_not_probed_or_not_verified_and_the_others_are_unaffected()
         "--sign-key",
     ])
     .arg(&key)
-    .arg("--binary")
-    .arg(&standin)
     .arg("--out-dir")
     .arg(&out)
     .args(ctrs.iter().map(|(c, _)| c.name.as_str()));
@@ -149,6 +182,8 @@ fn hostile_probes_are_not_probed_or_not_verified_and_the_others_are_unaffected()
             }
             "nonce" if e["verified"] == false && checks(e).contains(&"nonce".to_string()) => Ok(()),
             "subst" if e["verified"] == false && checks(e) == ["binary"] => Ok(()),
+            // The real probe, run as another user: its signature holds,
+            // the capabilities it reports do not.
             "lie" => {
                 let caps = e["disagreements"]
                     .as_array()
@@ -160,7 +195,7 @@ fn hostile_probes_are_not_probed_or_not_verified_and_the_others_are_unaffected()
                             && d["inside"]["missing"]
                                 .as_array()
                                 .is_some_and(|m| !m.is_empty())
-                            && e["verified"] == false
+                            && e["verified"] == true
                             && e["findings"].as_array().is_some_and(|f| {
                                 f.iter().any(|f| f["code"] == "disagree.capabilities")
                             }) =>
@@ -179,8 +214,26 @@ fn hostile_probes_are_not_probed_or_not_verified_and_the_others_are_unaffected()
         if let Err(why) = want {
             bad.push(format!("{case}: {why}"));
         }
-        if *case != "good" && e["exit"] != 3 {
-            bad.push(format!("{case}: exit {} (want 3)", e["exit"]));
+        // The stand-in ran: the workspace won its race with the placement.
+        if *case != "good" {
+            let mut c2 = c.cmd();
+            c2.args(["exec", &c.name, "cat", "/tmp/standin-ran"]);
+            let said = run_bounded(c2, Duration::from_secs(20), None).unwrap();
+            if !said.stdout.contains(case) {
+                bad.push(format!(
+                    "{case}: the stand-in never ran (the watcher lost its race): {}",
+                    e["placement"]
+                ));
+            }
+        }
+        // Not probed or not verified is 3; the verified liar is not clean.
+        let want_exit = match *case {
+            "good" => None,
+            "lie" => Some(1),
+            _ => Some(3),
+        };
+        if want_exit.is_some_and(|w| e["exit"] != w) {
+            bad.push(format!("{case}: exit {} (want {want_exit:?})", e["exit"]));
         }
     }
     if ran.code != 3 {

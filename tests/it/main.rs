@@ -36,6 +36,7 @@ mod hostile_fs;
 mod hostile_scale;
 mod inspect;
 mod inspect_hostile;
+mod inspect_trust;
 mod kubernetes;
 mod layout;
 mod network;

@@ -1,4 +1,5 @@
 pub mod canary;
+pub mod devc;
 pub mod dump;
 pub mod engines;
 pub mod fixture;

@@ -1,0 +1,126 @@
+//! The devcontainer-style image (tests/devc/build.sh): Debian bookworm by
+//! debootstrap (minbase, with sudo), user vscode, with and without
+//! NOPASSWD sudo; the root tarballs cached under
+//! /var/tmp/selfprobe-test-cache and imported into an engine once, by tag.
+//! A real Debian root: `/var/run` is a symlink to `/run`, as in every
+//! Debian and Ubuntu image. Used by the agents suite and by inspect's
+//! (the engine socket bound at both spellings).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use super::podman::{self, run_bounded, skip_or_fail};
+
+/// tests/devc/build.sh: the recipe of the two root tarballs, and their
+/// cache (.ci/run runs it in the background while the crate compiles).
+fn build_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/devc/build.sh")
+}
+
+/// The script's RECIPE, which names its tarballs and so the images here:
+/// one place to bump when the recipe changes.
+fn recipe() -> Result<String, String> {
+    let script = build_script();
+    let text =
+        std::fs::read_to_string(&script).map_err(|e| format!("{}: {e}", script.display()))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("RECIPE="))
+        .map(|r| r.trim().to_string())
+        .ok_or_else(|| format!("{}: no RECIPE= line", script.display()))
+}
+
+fn tag(sudo: bool) -> Result<String, String> {
+    Ok(format!(
+        "localhost/selfprobe-devc:bookworm-{}-{}",
+        if sudo { "sudo" } else { "plain" },
+        recipe()?
+    ))
+}
+
+fn sh(cmd: &mut Command, what: &str, limit: Duration) -> Result<String, String> {
+    let shown = format!("{cmd:?}");
+    let out = run_bounded(std::mem::replace(cmd, Command::new("true")), limit, None)?;
+    if out.code != Some(0) {
+        return Err(format!(
+            "{what}: {shown} exited {:?}\n{}\n{}",
+            out.code,
+            out.stdout
+                .lines()
+                .rev()
+                .take(20)
+                .collect::<Vec<_>>()
+                .join("\n"),
+            out.stderr
+        ));
+    }
+    Ok(out.stdout)
+}
+
+/// The two root tarballs (plain, sudo), from tests/devc/build.sh: made
+/// once from Debian's mirror and then found in its cache.
+pub fn devc_tars() -> Result<(PathBuf, PathBuf), String> {
+    static TARS: OnceLock<Result<(PathBuf, PathBuf), String>> = OnceLock::new();
+    TARS.get_or_init(|| {
+        let mut cmd = Command::new("bash");
+        cmd.arg(build_script());
+        let out = sh(
+            &mut cmd,
+            "the devcontainer tarballs",
+            Duration::from_secs(1200),
+        )?;
+        let mut lines = out.lines().map(PathBuf::from);
+        match (lines.next(), lines.next()) {
+            (Some(plain), Some(sudo)) if plain.is_file() && sudo.is_file() => Ok((plain, sudo)),
+            _ => Err(format!(
+                "{} printed {out:?}: expected the plain and the sudo tarball's paths",
+                build_script().display()
+            )),
+        }
+    })
+    .clone()
+}
+
+/// The image's tag in this engine, imported from the cached tarball when
+/// the engine does not have it yet.
+fn devc_image(name: &str, base: fn() -> Command, sudo: bool) -> Result<String, String> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let _one = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let t = tag(sudo)?;
+    let exists = base()
+        .args(["image", "inspect", &t])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if exists {
+        return Ok(t);
+    }
+    let (plain, with_sudo) = devc_tars()?;
+    let tar = if sudo { with_sudo } else { plain };
+    sh(
+        base().arg("import").arg(&tar).arg(&t),
+        &format!("{name} import"),
+        Duration::from_secs(300),
+    )?;
+    Ok(t)
+}
+
+/// Gate for a devcontainer case: the rootful engine `name` (whose calls
+/// start from `base()`) and the image's tag in it, or a visible SKIP (a
+/// failure under CI=true).
+pub fn setup(test: &str, name: &str, base: fn() -> Command, sudo: bool) -> Option<String> {
+    if !podman::rootful_engine_answers(test, name, base()) {
+        return None;
+    }
+    match devc_image(name, base, sudo) {
+        Ok(t) => Some(t),
+        Err(why) if why.contains("debootstrap is missing") => {
+            skip_or_fail(test, &why);
+            None
+        }
+        Err(why) => panic!("{test}: building the devcontainer image failed: {why}"),
+    }
+}

@@ -371,11 +371,11 @@ pub fn evaluate(
         }
         out.push(
             f.severity(sev)
-            .with("capability", name.clone())
-            .with("number", n)
-            .with("sets", sets)
-            .with("why", why)
-            .with("acts_on", scope),
+                .with("capability", name.clone())
+                .with("number", n)
+                .with("sets", sets)
+                .with("why", why)
+                .with("acts_on", scope),
         );
     }
 

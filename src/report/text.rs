@@ -249,9 +249,10 @@ fn cut(s: &str, n: usize) -> String {
 fn grouped(o: &mut String, findings: &[&Finding], st: &Style) {
     let mut groups: Vec<Vec<&Finding>> = Vec::new();
     for f in findings {
-        match groups.iter_mut().find(|g| {
-            g[0].code == f.code && g[0].status == f.status && g[0].title == f.title
-        }) {
+        match groups
+            .iter_mut()
+            .find(|g| g[0].code == f.code && g[0].status == f.status && g[0].title == f.title)
+        {
             Some(g) => g.push(f),
             None => groups.push(vec![f]),
         }

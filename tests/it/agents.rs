@@ -1291,7 +1291,11 @@ fn claude_code_devcontainer_sudo_rule_is_not_a_path_to_root() {
             .any(|id| *id == f["id"]),
         "{es}"
     );
-    assert_ne!(es["score"], json!(0), "the limited rule alone scores no 0: {es}");
+    assert_ne!(
+        es["score"],
+        json!(0),
+        "the limited rule alone scores no 0: {es}"
+    );
 
     // The same rule with the script the user's (chown node, as a careless
     // COPY --chown would leave it): a path to root, high, and the
@@ -1323,7 +1327,12 @@ fn claude_code_devcontainer_sudo_rule_is_not_a_path_to_root() {
     );
 
     // Root-owned again, in a directory the user may write.
-    nix::unistd::chown(&fx.path(&CLAUDE_SCRIPT[1..]), Some(0.into()), Some(0.into())).unwrap();
+    nix::unistd::chown(
+        &fx.path(&CLAUDE_SCRIPT[1..]),
+        Some(0.into()),
+        Some(0.into()),
+    )
+    .unwrap();
     fs::set_permissions(fx.path("usr/local/bin"), fs::Permissions::from_mode(0o777)).unwrap();
     let r = fx.run(&["--workspace", "/workspace"]);
     let f = r.find("priv.passwordless-root", "sudo");
@@ -1382,7 +1391,11 @@ fn agent_settings_files_are_searched_for_key_formats() {
     let fx = tree("agent-keys");
     let mut c = Canaries::default();
     let home = fx.path("home/dev");
-    write(&home, ".openhands/settings.json", &openhands_settings(&mut c));
+    write(
+        &home,
+        ".openhands/settings.json",
+        &openhands_settings(&mut c),
+    );
     // aider keeps the keys of its OpenRouter login here (aider/main.py).
     write(
         &home,
@@ -1474,7 +1487,11 @@ fn agent_directory_files_are_bounded() {
         "{search}"
     );
     assert!(search["files_checked"].as_u64().unwrap() <= 300, "{search}");
-    assert!(r.has("probe.incomplete", "secrets:files"), "{:?}", r.pairs());
+    assert!(
+        r.has("probe.incomplete", "secrets:files"),
+        "{:?}",
+        r.pairs()
+    );
 }
 
 /// aider's documented docker run (Aider-AI/aider

@@ -425,6 +425,89 @@ mod tests {
     use super::*;
 
     #[test]
+    fn agents_and_sudo_programs_catalogs() {
+        let a = agents();
+        for want in [
+            "Claude Code",
+            "Codex CLI",
+            "Gemini CLI",
+            "OpenHands",
+            "Cursor",
+            "aider",
+            "Continue",
+            "GitHub Copilot",
+        ] {
+            assert!(a.iter().any(|x| x.name == want), "{want} missing");
+        }
+        for x in a {
+            assert!(x.source.len() > 40, "{}: a source", x.name);
+            assert!(!x.dirs.is_empty() || !x.files.is_empty(), "{}", x.name);
+            for p in x.dirs.iter().chain(&x.files) {
+                assert!(p.starts_with('.') && !p.ends_with('/'), "{p}");
+                assert!(!p.contains('*'), "{p}: plain paths");
+            }
+        }
+        assert_eq!(
+            agent_of_home_path(".codex/auth.json").unwrap().0.name,
+            "Codex CLI"
+        );
+        assert_eq!(
+            agent_of_home_path(".claude.json").unwrap().0.name,
+            "Claude Code"
+        );
+        assert!(agent_of_home_path(".claudefoo").is_none());
+        assert!(agent_of_home_path("src/.codex").is_none());
+        assert_eq!(
+            agent_of_mount_point("/.openhands").unwrap().0.name,
+            "OpenHands"
+        );
+        assert_eq!(
+            agent_of_mount_point("/home/x/.local/share/opencode")
+                .unwrap()
+                .0
+                .name,
+            "opencode"
+        );
+        assert!(agent_of_mount_point("/data/opencode").is_none());
+        for (name, kind) in [
+            ("bash", "shell"),
+            ("python3.11", "interpreter"),
+            ("vim.basic", "editor"),
+            ("less", "pager"),
+            ("apt-get", "package"),
+            ("tee", "writer"),
+            ("find", "runner"),
+        ] {
+            assert_eq!(
+                sudo_program(name).map(|p| p.kind.as_str()),
+                Some(kind),
+                "{name}"
+            );
+        }
+        assert!(sudo_program("init-firewall.sh").is_none());
+        let mut seen = std::collections::HashSet::new();
+        for p in sudo_programs() {
+            assert!(
+                [
+                    "shell",
+                    "interpreter",
+                    "editor",
+                    "pager",
+                    "runner",
+                    "writer",
+                    "package"
+                ]
+                .contains(&p.kind.as_str()),
+                "{}",
+                p.kind
+            );
+            for n in &p.names {
+                assert!(seen.insert(n.clone()), "{n} is listed twice");
+            }
+        }
+    }
+
+    #[test]
     fn capabilities_catalog_is_complete_and_ordered() {
         let caps = capabilities();
         for (i, c) in caps.iter().enumerate() {

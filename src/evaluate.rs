@@ -378,10 +378,13 @@ mod tests {
                 "sockets:environ",
                 "secrets:environ",
                 "caches:environ",
+                "/proc",
                 "/proc"
             ],
             "the network's variables count only when it was asked to send"
         );
+        let codes: Vec<&str> = out[3..].iter().map(|f| f.code.as_str()).collect();
+        assert_eq!(codes, ["secret.process-env", "secret.process-cmdline"]);
         assert!(out
             .iter()
             .all(|f| f.status == crate::finding::Status::Unknown));

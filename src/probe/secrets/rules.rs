@@ -409,13 +409,17 @@ fn agent_file_rules(c: &Credentials) -> Vec<FileRule> {
     for a in crate::catalog::agents() {
         for d in &a.dirs {
             // An MCP configuration in this directory is the MCP reader's.
-            let exclude = c
+            let mut exclude: Vec<String> = Vec::new();
+            for rest in c
                 .mcp
                 .iter()
                 .filter_map(|m| m.path.strip_prefix(d.as_str())?.strip_prefix('/'))
                 .filter(|rest| !rest.contains('/'))
-                .map(str::to_string)
-                .collect();
+            {
+                if !exclude.iter().any(|e| e == rest) {
+                    exclude.push(rest.to_string());
+                }
+            }
             out.push(rule(format!("{d}/*"), exclude, a));
         }
         for f in a
@@ -792,6 +796,19 @@ mod tests {
                 "{want} missing"
             );
         }
+        // The agents' directories: one key-formats rule each, after every
+        // rule of the file, never shadowing an MCP configuration.
+        let toml: Credentials = parse("credentials.toml", CREDENTIALS_TOML);
+        assert!(toml.file.iter().all(|f| f.check != Check::KeyFormats));
+        assert_eq!(agent_rules().start, toml.file.len());
+        let gen = &c.file[agent_rules()];
+        assert!(gen.iter().any(|f| f.path == ".openhands/*"));
+        let cursor = gen.iter().find(|f| f.path == ".cursor/*").unwrap();
+        assert_eq!(cursor.exclude, vec!["mcp.json"]);
+        assert!(
+            !gen.iter().any(|f| f.path == ".claude.json"),
+            "it has a rule of its own"
+        );
         for m in &c.mcp {
             assert!(!m.path.starts_with('/'), "{}: relative", m.path);
             assert!(!m.servers.is_empty() && m.source.len() > 20, "{}", m.path);

@@ -1297,6 +1297,7 @@ mod tests {
                 managed: None,
                 within: None,
                 hidden: false,
+                agent: None,
                 contents: Contents::default(),
                 mount: m,
             })

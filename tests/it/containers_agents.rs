@@ -265,7 +265,6 @@ pub use devc::devc_tars;
 fn devc_setup(e: &Engine, test: &str, v: Devc) -> Option<String> {
     devc::setup_variant(test, e.name, e.base, v)
 }
-}
 
 /// A workspace holding the shipped binary at tools/selfprobe, as the
 /// README's devcontainer usage keeps it.

@@ -67,6 +67,50 @@ pub enum SocketApi {
     Grpc,
 }
 
+/// A coding agent's own directories and files under a home
+/// (probes/agents.toml): credential-bearing when bound from the host, and
+/// searched for the known key formats.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Agent {
+    pub name: String,
+    #[serde(default)]
+    pub dirs: Vec<String>,
+    #[serde(default)]
+    pub files: Vec<String>,
+    pub source: String,
+}
+
+/// A program that runs others or writes where root reads
+/// (probes/sudo-commands.toml): a sudo rule allowing it is a way to root.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SudoProgram {
+    pub names: Vec<String>,
+    pub kind: String,
+    pub escape: Escape,
+    pub why: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Escape {
+    /// Whatever the rule's arguments: from inside the program.
+    Always,
+    /// By choosing the arguments.
+    Arguments,
+}
+
+#[derive(Debug, Deserialize)]
+struct SudoPrograms {
+    program: Vec<SudoProgram>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Agents {
+    agent: Vec<Agent>,
+}
+
 #[derive(Debug, Deserialize)]
 struct Capabilities {
     capability: Vec<Capability>,
@@ -94,6 +138,11 @@ crate::embedded_struct!(Capabilities { get [capability] });
 crate::embedded_struct!(Devices { get [device] });
 crate::embedded_struct!(KernelInterfaces { get [interface] });
 crate::embedded_struct!(Sockets { get [socket] });
+crate::embedded_struct!(Agent { get [name, source] or_default [dirs, files] });
+crate::embedded_struct!(Agents { get [agent] });
+crate::embedded_struct!(SudoProgram { get [names, kind, escape, why] });
+crate::embedded_enum!(Escape { "always" => Always, "arguments" => Arguments });
+crate::embedded_struct!(SudoPrograms { get [program] });
 
 #[cfg(test)]
 #[test]
@@ -105,6 +154,8 @@ fn catalogs_read_as_serde_read_them() {
         KERNEL_INTERFACES_TOML,
     );
     crate::util::embedded::tests::same::<Sockets>("sockets.toml", SOCKETS_TOML);
+    crate::util::embedded::tests::same::<Agents>("agents.toml", AGENTS_TOML);
+    crate::util::embedded::tests::same::<SudoPrograms>("sudo-commands.toml", SUDO_COMMANDS_TOML);
 }
 
 /// The walks that take the prune list: the credential search
@@ -259,6 +310,8 @@ pub const CAPABILITIES_TOML: &str = include_str!("../probes/capabilities.toml");
 pub const DEVICES_TOML: &str = include_str!("../probes/devices.toml");
 pub const KERNEL_INTERFACES_TOML: &str = include_str!("../probes/kernel-interfaces.toml");
 pub const SOCKETS_TOML: &str = include_str!("../probes/sockets.toml");
+pub const AGENTS_TOML: &str = include_str!("../probes/agents.toml");
+pub const SUDO_COMMANDS_TOML: &str = include_str!("../probes/sudo-commands.toml");
 
 /// Parses an embedded catalog (probes/*.toml, compiled in and checked by
 /// the tests): util/embedded.rs.
@@ -287,6 +340,55 @@ pub fn kernel_interfaces() -> &'static [KernelInterface] {
 pub fn engine_sockets() -> &'static [EngineSocket] {
     static C: OnceLock<Vec<EngineSocket>> = OnceLock::new();
     C.get_or_init(|| parse_embedded::<Sockets>("sockets.toml", SOCKETS_TOML).socket)
+}
+
+pub fn agents() -> &'static [Agent] {
+    static C: OnceLock<Vec<Agent>> = OnceLock::new();
+    C.get_or_init(|| parse_embedded::<Agents>("agents.toml", AGENTS_TOML).agent)
+}
+
+pub fn sudo_programs() -> &'static [SudoProgram] {
+    static C: OnceLock<Vec<SudoProgram>> = OnceLock::new();
+    C.get_or_init(|| {
+        parse_embedded::<SudoPrograms>("sudo-commands.toml", SUDO_COMMANDS_TOML).program
+    })
+}
+
+/// The catalog entry of a program, by its file name (`vim`, `python3.11`).
+pub fn sudo_program(name: &str) -> Option<&'static SudoProgram> {
+    sudo_programs().iter().find(|p| {
+        p.names
+            .iter()
+            .any(|n| crate::util::glob::matches_component(n, name))
+    })
+}
+
+/// The agent whose directory or file `rel` (a path relative to a home,
+/// without a leading slash) is or lies in, with the catalog path it
+/// matched.
+pub fn agent_of_home_path(rel: &str) -> Option<(&'static Agent, &'static str)> {
+    let rel = rel.trim_matches('/');
+    agents().iter().find_map(|a| {
+        a.dirs
+            .iter()
+            .find(|d| rel == d.as_str() || rel.starts_with(&format!("{d}/")))
+            .or_else(|| a.files.iter().find(|f| rel == f.as_str()))
+            .map(|p| (a, p.as_str()))
+    })
+}
+
+/// The agent whose directory or file a mount point is by its own name:
+/// `/home/node/.codex`, `/.openhands`, `/root/.claude.json`, or a path
+/// that ends the way a longer catalog path does (`.local/share/opencode`).
+pub fn agent_of_mount_point(mp: &str) -> Option<(&'static Agent, &'static str)> {
+    let mp = mp.trim_end_matches('/');
+    agents().iter().find_map(|a| {
+        a.dirs
+            .iter()
+            .chain(a.files.iter())
+            .find(|p| mp.ends_with(&format!("/{p}")))
+            .map(|p| (a, p.as_str()))
+    })
 }
 
 /// The catalog name of capability `n`, or `cap_N` for one this build does not
@@ -321,6 +423,89 @@ pub fn capability_by_name(name: &str) -> Option<&'static Capability> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agents_and_sudo_programs_catalogs() {
+        let a = agents();
+        for want in [
+            "Claude Code",
+            "Codex CLI",
+            "Gemini CLI",
+            "OpenHands",
+            "Cursor",
+            "aider",
+            "Continue",
+            "GitHub Copilot",
+        ] {
+            assert!(a.iter().any(|x| x.name == want), "{want} missing");
+        }
+        for x in a {
+            assert!(x.source.len() > 40, "{}: a source", x.name);
+            assert!(!x.dirs.is_empty() || !x.files.is_empty(), "{}", x.name);
+            for p in x.dirs.iter().chain(&x.files) {
+                assert!(p.starts_with('.') && !p.ends_with('/'), "{p}");
+                assert!(!p.contains('*'), "{p}: plain paths");
+            }
+        }
+        assert_eq!(
+            agent_of_home_path(".codex/auth.json").unwrap().0.name,
+            "Codex CLI"
+        );
+        assert_eq!(
+            agent_of_home_path(".claude.json").unwrap().0.name,
+            "Claude Code"
+        );
+        assert!(agent_of_home_path(".claudefoo").is_none());
+        assert!(agent_of_home_path("src/.codex").is_none());
+        assert_eq!(
+            agent_of_mount_point("/.openhands").unwrap().0.name,
+            "OpenHands"
+        );
+        assert_eq!(
+            agent_of_mount_point("/home/x/.local/share/opencode")
+                .unwrap()
+                .0
+                .name,
+            "opencode"
+        );
+        assert!(agent_of_mount_point("/data/opencode").is_none());
+        for (name, kind) in [
+            ("bash", "shell"),
+            ("python3.11", "interpreter"),
+            ("vim.basic", "editor"),
+            ("less", "pager"),
+            ("apt-get", "package"),
+            ("tee", "writer"),
+            ("find", "runner"),
+        ] {
+            assert_eq!(
+                sudo_program(name).map(|p| p.kind.as_str()),
+                Some(kind),
+                "{name}"
+            );
+        }
+        assert!(sudo_program("init-firewall.sh").is_none());
+        let mut seen = std::collections::HashSet::new();
+        for p in sudo_programs() {
+            assert!(
+                [
+                    "shell",
+                    "interpreter",
+                    "editor",
+                    "pager",
+                    "runner",
+                    "writer",
+                    "package"
+                ]
+                .contains(&p.kind.as_str()),
+                "{}",
+                p.kind
+            );
+            for n in &p.names {
+                assert!(seen.insert(n.clone()), "{n} is listed twice");
+            }
+        }
+    }
 
     #[test]
     fn capabilities_catalog_is_complete_and_ordered() {

@@ -157,15 +157,20 @@ pub fn evaluate(g: &Gathered, policy: &Policy, run: &Run) -> Vec<Finding> {
         // reason. Other processes' environments are the one /proc source
         // whose absence reads like "none found", so they are said to be
         // unknown here (this process's own comes from libc, not /proc).
-        out.push(
-            Finding::new(
-                "secret.process-env",
-                "/proc",
-                format!("other processes' environments were not checked: {why}"),
-            )
-            .unknown()
-            .with("reason", why.clone()),
-        );
+        for (code, what) in [
+            ("secret.process-env", "environments"),
+            ("secret.process-cmdline", "command lines"),
+        ] {
+            out.push(
+                Finding::new(
+                    code,
+                    "/proc",
+                    format!("other processes' {what} were not checked: {why}"),
+                )
+                .unknown()
+                .with("reason", why.clone()),
+            );
+        }
     }
     one_per_id(out)
 }
@@ -373,10 +378,13 @@ mod tests {
                 "sockets:environ",
                 "secrets:environ",
                 "caches:environ",
+                "/proc",
                 "/proc"
             ],
             "the network's variables count only when it was asked to send"
         );
+        let codes: Vec<&str> = out[3..].iter().map(|f| f.code.as_str()).collect();
+        assert_eq!(codes, ["secret.process-env", "secret.process-cmdline"]);
         assert!(out
             .iter()
             .all(|f| f.status == crate::finding::Status::Unknown));

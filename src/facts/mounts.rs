@@ -154,6 +154,10 @@ pub struct MountEntry {
     /// finding per mount point, the visible one's.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub hidden: bool,
+    /// The coding agent whose own directory or file this is
+    /// (probes/agents.toml): a credential-bearing configuration path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<&'static str>,
     #[serde(flatten)]
     pub contents: Contents,
 }
@@ -699,6 +703,7 @@ pub fn collect(
                 managed,
                 within: None,
                 hidden: false,
+                agent: None,
                 contents: Contents::default(),
                 mount: m,
             }
@@ -1130,6 +1135,14 @@ fn refine(
             } else if CONFIG_DIRS.contains(&first) {
                 kinds.push("config");
             }
+            // An agent's own directory (~/.codex, ~/.local/share/opencode):
+            // its keys and sessions, whatever the first component says.
+            if let Some((a, _)) = crate::catalog::agent_of_home_path(rest) {
+                e.agent = Some(a.name.as_str());
+                if !kinds.contains(&"config") && !kinds.contains(&"cache") {
+                    kinds.push("config");
+                }
+            }
         }
         None => {}
     }
@@ -1147,6 +1160,16 @@ fn refine(
     }
     if CONFIG_DIRS.contains(&mp_name) && !kinds.contains(&"config") {
         kinds.push("config");
+    }
+    // Bound under its own name (OpenHands' `-v ~/.openhands:/.openhands`),
+    // or seen only by its mount point (gVisor hides the host path).
+    if e.agent.is_none() && !kinds.contains(&"home") {
+        if let Some((a, _)) = crate::catalog::agent_of_mount_point(&mp) {
+            e.agent = Some(a.name.as_str());
+            if !kinds.contains(&"config") {
+                kinds.push("config");
+            }
+        }
     }
     if e.contents.git {
         kinds.push("git");
@@ -1274,6 +1297,7 @@ mod tests {
                 managed: None,
                 within: None,
                 hidden: false,
+                agent: None,
                 contents: Contents::default(),
                 mount: m,
             })

@@ -323,11 +323,19 @@ fn holdings(m: &Shown, out: &mut Vec<Finding>) -> bool {
         }
         flagged = true;
         let root = e.mount.root.display();
-        let f = m.finding(code, mp, format!("{mp} is {what} from the host ({root})"));
-        out.push(if kind == "home" {
-            f.with("markers", e.contents.markers.clone())
-        } else {
-            f
+        let agent = match e.agent.filter(|_| kind == "config") {
+            Some(a) => format!(", {a}'s own configuration, with its sessions and keys"),
+            None => String::new(),
+        };
+        let f = m.finding(
+            code,
+            mp,
+            format!("{mp} is {what} from the host ({root}){agent}"),
+        );
+        out.push(match (kind, e.agent) {
+            ("home", _) => f.with("markers", e.contents.markers.clone()),
+            ("config", Some(a)) => f.with("agent", a),
+            _ => f,
         });
     }
     for marker in &e.contents.markers {

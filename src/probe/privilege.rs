@@ -297,6 +297,11 @@ fn cap_scope(b: &Boundary) -> (&'static str, bool) {
     }
 }
 
+/// The title of a priv.capability finding for a capability that is only
+/// in the bounding set: what the text report's headline says of it.
+pub const BOUNDING_ONLY_TITLE: &str =
+    "A dangerous capability can be gained (in the bounding set: not held now)";
+
 pub fn evaluate(
     p: &PrivFacts,
     policy: &Policy,
@@ -355,18 +360,22 @@ pub fn evaluate(
             )
         };
         let sev = if scoped_lower { sev.lowered() } else { sev };
+        let mut f = Finding::new(
+            "priv.capability",
+            &name,
+            format!("{name}: {why}; {how}; {scope}"),
+        );
+        if !in_held {
+            // The code's title says "held"; this one can only be gained.
+            f.title = BOUNDING_ONLY_TITLE.into();
+        }
         out.push(
-            Finding::new(
-                "priv.capability",
-                &name,
-                format!("{name}: {why}; {how}; {scope}"),
-            )
-            .severity(sev)
-            .with("capability", name.clone())
-            .with("number", n)
-            .with("sets", sets)
-            .with("why", why)
-            .with("acts_on", scope),
+            f.severity(sev)
+                .with("capability", name.clone())
+                .with("number", n)
+                .with("sets", sets)
+                .with("why", why)
+                .with("acts_on", scope),
         );
     }
 

@@ -155,6 +155,14 @@ pub struct SudoFacts {
     pub files_unreadable: Vec<String>,
     /// Rules that let this user run something as root without a password.
     pub rules: Vec<SudoRule>,
+    /// Variables sudo keeps from the caller's environment that make a root
+    /// program load code the caller chooses (env_keep: LD_PRELOAD,
+    /// PYTHONPATH, BASH_ENV ...), from the Defaults that apply.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env_keep: Vec<String>,
+    /// `Defaults setenv`: every command may be given the caller's variables.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub setenv_default: bool,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -168,6 +176,32 @@ pub struct SudoRule {
     /// A `Defaults !authenticate` rather than a NOPASSWD tag.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub no_authenticate: bool,
+    /// A SETENV tag on a command of the rule: the caller's variables
+    /// (LD_PRELOAD) reach the root process.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub setenv: bool,
+    /// Each command judged by what it allows (collect fills it in).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub judged: Vec<Judged>,
+}
+
+/// What one command of a rule allows.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Judged {
+    pub command: String,
+    pub verdict: Verdict,
+    pub why: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Running it as root gives a root shell to whoever may run it.
+    PathToRoot,
+    /// It does what it says and no more, as long as it stays as it is.
+    Limited,
+    /// What it allows could not be told (an alias defined elsewhere).
+    Unknown,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -443,11 +477,12 @@ fn runas_is_root(runas: Option<&str>) -> bool {
 }
 
 /// The commands of one user specification's right-hand side that run as
-/// root without a password: (runas, commands).
-pub fn nopasswd_commands(rhs: &str, default_nopasswd: bool) -> Vec<(String, String)> {
+/// root without a password: (runas, command, SETENV).
+pub fn nopasswd_commands(rhs: &str, default_nopasswd: bool) -> Vec<(String, String, bool)> {
     let mut out = Vec::new();
     let mut runas: Option<String> = None;
     let mut nopasswd = default_nopasswd;
+    let mut setenv = false;
     for cmd in split_outside(rhs, ',') {
         let mut c = cmd.trim().to_string();
         if c.starts_with('(') {
@@ -464,6 +499,8 @@ pub fn nopasswd_commands(rhs: &str, default_nopasswd: bool) -> Vec<(String, Stri
             match tag {
                 "NOPASSWD" => nopasswd = true,
                 "PASSWD" => nopasswd = false,
+                "SETENV" => setenv = true,
+                "NOSETENV" => setenv = false,
                 _ => {}
             }
             c = rest.trim().to_string();
@@ -472,18 +509,114 @@ pub fn nopasswd_commands(rhs: &str, default_nopasswd: bool) -> Vec<(String, Stri
             out.push((
                 runas.clone().unwrap_or_else(|| "root".into()),
                 short(&c, 200),
+                setenv,
             ));
         }
     }
     out
 }
 
-/// The NOPASSWD-to-root rules of one sudoers file for `id`, and the files
-/// it includes.
-pub fn parse_sudoers(text: &str, file: &str, id: &Identity) -> (Vec<SudoRule>, Vec<String>) {
-    let mut rules = Vec::new();
-    let mut includes = Vec::new();
+/// What one sudoers file says for `id`.
+#[derive(Debug, Default)]
+pub struct Sudoers {
+    /// Its NOPASSWD-to-root rules.
+    pub rules: Vec<SudoRule>,
+    /// The files and directories it includes (`dir:` before a directory).
+    pub includes: Vec<String>,
+    /// Code-loading variables its Defaults keep (env_keep).
+    pub env_keep: Vec<String>,
+    /// `Defaults setenv` for this user.
+    pub setenv: bool,
+}
+
+/// Variables that make a program load code the caller chooses: kept by
+/// sudo (env_keep, SETENV), they turn any root command into a way to root.
+pub const DANGEROUS_ENV: &[&str] = &[
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "PYTHONINSPECT",
+    "PERL5LIB",
+    "PERLLIB",
+    "PERL5OPT",
+    "RUBYLIB",
+    "RUBYOPT",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "BASH_ENV",
+    "ENV",
+    "SHELLOPTS",
+    "PS4",
+    "GCONV_PATH",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "GIT_EXEC_PATH",
+    "GIT_SSH_COMMAND",
+    "EDITOR",
+    "VISUAL",
+    "SUDO_EDITOR",
+    "PAGER",
+];
+
+/// env_keep's dangerous variables and `setenv` (Some(false) for
+/// `!setenv`) of one Defaults line's settings, or of the `sudo -l`
+/// listing's "Matching Defaults entries".
+pub fn defaults_settings(settings: &str) -> (Vec<String>, Option<bool>) {
+    let mut keep = Vec::new();
+    let mut setenv = None;
+    for item in split_quoted(settings) {
+        let item = item.trim();
+        match item {
+            "setenv" => setenv = Some(true),
+            "!setenv" => setenv = Some(false),
+            _ => {}
+        }
+        let Some(rest) = item.strip_prefix("env_keep") else {
+            continue;
+        };
+        let Some((op, value)) = rest.split_once('=') else {
+            continue;
+        };
+        if op.trim() == "-" {
+            continue;
+        }
+        for v in value.trim().trim_matches('"').split_whitespace() {
+            let v = v.trim_matches('"');
+            if DANGEROUS_ENV.contains(&v) && !keep.iter().any(|k| k == v) {
+                keep.push(v.to_string());
+            }
+        }
+    }
+    (keep, setenv)
+}
+
+/// Splits on commas outside double quotes.
+fn split_quoted(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut start, mut quoted) = (0, false);
+    for (i, c) in s.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+/// The NOPASSWD-to-root rules of one sudoers file for `id`, the files it
+/// includes, and the Defaults that matter for them.
+pub fn parse_sudoers(text: &str, file: &str, id: &Identity) -> Sudoers {
+    let mut out = Sudoers::default();
     let mut aliases: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut cmnd_aliases: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (line_no, line) in sudoers_lines(text) {
         let source = format!("{file}:{line_no}");
         let first = line.split_whitespace().next().unwrap_or("");
@@ -491,7 +624,7 @@ pub fn parse_sudoers(text: &str, file: &str, id: &Identity) -> (Vec<SudoRule>, V
             "#include" | "@include" | "#includedir" | "@includedir" => {
                 if let Some(p) = line.split_whitespace().nth(1) {
                     let kind = if first.ends_with("dir") { "dir:" } else { "" };
-                    includes.push(format!("{kind}{p}"));
+                    out.includes.push(format!("{kind}{p}"));
                 }
                 continue;
             }
@@ -506,17 +639,27 @@ pub fn parse_sudoers(text: &str, file: &str, id: &Identity) -> (Vec<SudoRule>, V
                 }
                 continue;
             }
-            "Runas_Alias" | "Host_Alias" | "Cmnd_Alias" | "Cmd_Alias" => continue,
+            "Cmnd_Alias" | "Cmd_Alias" => {
+                for def in split_outside(&line[first.len()..], ':') {
+                    if let Some((n, v)) = def.split_once('=') {
+                        cmnd_aliases.insert(
+                            n.trim().to_string(),
+                            split_outside(v, ',')
+                                .iter()
+                                .map(|x| x.trim().to_string())
+                                .filter(|x| !x.is_empty())
+                                .take(64)
+                                .collect(),
+                        );
+                    }
+                }
+                continue;
+            }
+            "Runas_Alias" | "Host_Alias" => continue,
             _ => {}
         }
         if let Some(rest) = first.strip_prefix("Defaults") {
-            // Defaults[:user|%group] ... !authenticate
-            if !line
-                .split([',', ' ', '\t'])
-                .any(|w| w.trim() == "!authenticate")
-            {
-                continue;
-            }
+            // Defaults[:user|%group] ... (!authenticate, env_keep, setenv)
             let applies = match rest.strip_prefix(':') {
                 Some(who) => list_matches(
                     &who.split(',').map(str::to_string).collect::<Vec<_>>(),
@@ -526,13 +669,25 @@ pub fn parse_sudoers(text: &str, file: &str, id: &Identity) -> (Vec<SudoRule>, V
                 ),
                 None => rest.is_empty(),
             };
-            if applies {
-                rules.push(SudoRule {
+            if !applies {
+                continue;
+            }
+            let settings = line[first.len()..].trim();
+            let (keep, setenv) = defaults_settings(settings);
+            out.env_keep.extend(keep);
+            out.setenv |= setenv == Some(true);
+            if settings
+                .split([',', ' ', '\t'])
+                .any(|w| w.trim() == "!authenticate")
+            {
+                out.rules.push(SudoRule {
                     source,
                     runas: "root".into(),
                     commands: vec!["ALL".into()],
                     all_commands: true,
                     no_authenticate: true,
+                    setenv: false,
+                    judged: Vec::new(),
                 });
             }
             continue;
@@ -559,16 +714,29 @@ pub fn parse_sudoers(text: &str, file: &str, id: &Identity) -> (Vec<SudoRule>, V
             continue;
         }
         let runas = cmds[0].0.clone();
-        let commands: Vec<String> = cmds.into_iter().map(|(_, c)| c).take(20).collect();
-        rules.push(SudoRule {
+        let setenv = cmds.iter().any(|c| c.2);
+        // A command alias of this file stands for its commands.
+        let commands: Vec<String> = cmds
+            .into_iter()
+            .flat_map(
+                |(_, c, _)| match cmnd_aliases.get(c.trim_start_matches('!')) {
+                    Some(v) if !c.starts_with('!') => v.clone(),
+                    _ => vec![c],
+                },
+            )
+            .take(20)
+            .collect();
+        out.rules.push(SudoRule {
             source,
             runas,
             all_commands: commands.iter().any(|c| c == "ALL"),
             commands,
             no_authenticate: false,
+            setenv,
+            judged: Vec::new(),
         });
     }
-    (rules, includes)
+    out
 }
 
 /// The rules `sudo -n -l` lists as needing no password.
@@ -594,13 +762,14 @@ pub fn parse_sudo_listing(out: &str) -> Vec<SudoRule> {
         if t.is_empty() {
             continue;
         }
-        for (runas, c) in nopasswd_commands(t, no_auth) {
+        for (runas, c, setenv) in nopasswd_commands(t, no_auth) {
             match rules
                 .iter_mut()
                 .find(|r: &&mut SudoRule| r.runas == runas && r.commands.len() < 20)
             {
                 Some(r) => {
                     r.all_commands |= c == "ALL";
+                    r.setenv |= setenv;
                     r.commands.push(c);
                 }
                 None => rules.push(SudoRule {
@@ -609,11 +778,36 @@ pub fn parse_sudo_listing(out: &str) -> Vec<SudoRule> {
                     all_commands: c == "ALL",
                     commands: vec![c],
                     no_authenticate: no_auth,
+                    setenv,
+                    judged: Vec::new(),
                 }),
             }
         }
     }
     rules
+}
+
+/// The Defaults `sudo -n -l` lists before the rules ("Matching Defaults
+/// entries"): env_keep's dangerous variables and setenv.
+pub fn listing_defaults(out: &str) -> (Vec<String>, bool) {
+    let mut keep: Vec<String> = Vec::new();
+    let mut setenv = false;
+    for line in out.lines() {
+        if line.contains("may run the following commands") {
+            break;
+        }
+        if line.trim_start().starts_with("Matching Defaults entries") {
+            continue;
+        }
+        let (k, s) = defaults_settings(line.trim());
+        for v in k {
+            if !keep.contains(&v) {
+                keep.push(v);
+            }
+        }
+        setenv |= s == Some(true);
+    }
+    (keep, setenv)
 }
 
 /// What a failed `sudo -n -l` said, as a state.
@@ -629,6 +823,304 @@ fn listing_state(output: &str) -> &'static str {
         "not-setuid"
     } else {
         "failed"
+    }
+}
+
+// ---------------------------------------------------------------------------
+// What a rule allows.
+
+/// Files and directories whose editing is root: sudoedit of one of them
+/// is a way to root.
+const ROOT_EDITS: &[&str] = &[
+    "/etc/passwd",
+    "/etc/shadow",
+    "/etc/group",
+    "/etc/gshadow",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/doas.conf",
+    "/etc/crontab",
+    "/etc/cron.d",
+    "/etc/cron.hourly",
+    "/etc/cron.daily",
+    "/etc/systemd",
+    "/lib/systemd",
+    "/usr/lib/systemd",
+    "/etc/ld.so.preload",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/profile",
+    "/etc/profile.d",
+    "/etc/bash.bashrc",
+    "/etc/environment",
+    "/etc/pam.d",
+    "/etc/security",
+    "/etc/init.d",
+    "/etc/rc.local",
+    "/etc/apt/apt.conf.d",
+    "/etc/ssh",
+    "/root",
+];
+
+fn wildcard(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+fn base_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Judges the commands of the rules for one user: a way to root, or a
+/// grant limited to what the command does.
+pub struct Judge<'a> {
+    pub host: &'a Host,
+    pub id: &'a Identity,
+    /// "node (uid 1000)", for the messages.
+    pub who: String,
+}
+
+impl Judge<'_> {
+    /// access(2) for this process on a live system; the mode bits against
+    /// the identity under --root.
+    fn writable(&self, p: &Path, meta: &std::fs::Metadata) -> bool {
+        let dir = meta.is_dir();
+        if self.host.is_live() {
+            let mode = if dir {
+                AccessFlags::W_OK | AccessFlags::X_OK
+            } else {
+                AccessFlags::W_OK
+            };
+            self.host.access(p, mode).is_ok()
+        } else {
+            mode_allows_write(meta, self.id, dir)
+        }
+    }
+
+    /// Why the user can put something else at `p`: the file is writable,
+    /// or a directory on its way is (unless that directory is sticky and
+    /// the entry in it is not theirs).
+    fn replaceable(&self, p: &Path) -> Option<String> {
+        if let Ok(m) = std::fs::metadata(self.host.path(p)) {
+            if self.writable(p, &m) {
+                return Some(format!(
+                    "{} (owner uid {}, mode {:04o}) is writable by {}: whatever is written there runs as root",
+                    p.display(),
+                    m.uid(),
+                    m.mode() & 0o7777,
+                    self.who
+                ));
+            }
+        }
+        let mut child = p;
+        while let Some(dir) = child.parent() {
+            if let Ok(m) = std::fs::metadata(self.host.path(dir)) {
+                let sticky = m.mode() & 0o1000 != 0;
+                let entry_is_theirs = std::fs::symlink_metadata(self.host.path(child))
+                    .is_ok_and(|c| c.uid() == self.id.uid);
+                if self.writable(dir, &m) && (!sticky || entry_is_theirs) {
+                    return Some(format!(
+                        "the directory {} (owner uid {}, mode {:04o}) is writable by {}: {} can be replaced by a program of theirs, which then runs as root",
+                        dir.display(),
+                        m.uid(),
+                        m.mode() & 0o7777,
+                        self.who,
+                        p.display()
+                    ));
+                }
+            }
+            child = dir;
+        }
+        None
+    }
+
+    /// Where a symlink at `p` leads, inside the root (at most 8 links).
+    fn resolve(&self, p: &Path) -> PathBuf {
+        let mut cur = p.to_path_buf();
+        for _ in 0..8 {
+            let Ok(t) = std::fs::read_link(self.host.path(&cur)) else {
+                break;
+            };
+            let next = if t.is_absolute() {
+                t
+            } else {
+                cur.parent().unwrap_or(Path::new("/")).join(t)
+            };
+            let mut norm = PathBuf::from("/");
+            for c in next.components() {
+                match c {
+                    std::path::Component::ParentDir => {
+                        norm.pop();
+                    }
+                    std::path::Component::Normal(x) => norm.push(x),
+                    _ => {}
+                }
+            }
+            cur = norm;
+        }
+        cur
+    }
+
+    fn verdict(command: &str, verdict: Verdict, why: String) -> Judged {
+        Judged {
+            command: short(command, 200),
+            verdict,
+            why,
+        }
+    }
+
+    /// One command of a rule (as sudoers or `sudo -l` writes it).
+    pub fn judge(
+        &self,
+        command: &str,
+        setenv: bool,
+        env_keep: &[String],
+        setenv_default: bool,
+    ) -> Judged {
+        let path = |why: String| Self::verdict(command, Verdict::PathToRoot, why);
+        let limited = |why: String| Self::verdict(command, Verdict::Limited, why);
+        let c = command.trim();
+        if c == "ALL" {
+            return path("ALL: any command, a shell among them".into());
+        }
+        if setenv || setenv_default {
+            return path(format!(
+                "{}: {} may hand the root process variables such as LD_PRELOAD, which load a library of theirs into it",
+                if setenv { "SETENV" } else { "Defaults setenv" },
+                self.who
+            ));
+        }
+        if !env_keep.is_empty() {
+            return path(format!(
+                "env_keep keeps {} from the caller: {} chooses code the root process loads",
+                env_keep.join(", "),
+                self.who
+            ));
+        }
+        let mut words = c.split_whitespace();
+        let mut prog = words.next().unwrap_or("");
+        // A digest pins the binary's content, not what it does.
+        if prog.starts_with("sha") && prog.contains(':') {
+            prog = words.next().unwrap_or("");
+        }
+        let args: Vec<&str> = words.collect();
+        let fixed = args.join(" ");
+        if prog == "sudoedit" {
+            return self.judge_sudoedit(command, &args);
+        }
+        if !prog.starts_with('/') {
+            return Self::verdict(
+                command,
+                Verdict::Unknown,
+                format!("{prog} is not a path: an alias defined in a file this probe did not read, so what it allows is not known"),
+            );
+        }
+        if wildcard(prog) {
+            return path(format!(
+                "the command is a pattern ({prog}): any program it matches runs as root"
+            ));
+        }
+        let p = Path::new(prog);
+        if let Some(why) = self.replaceable(p) {
+            return path(why);
+        }
+        let real = self.resolve(p);
+        if real != p {
+            if let Some(why) = self.replaceable(&real) {
+                return path(why);
+            }
+        }
+        let entry = [base_name(p), base_name(&real)]
+            .into_iter()
+            .find_map(|n| crate::catalog::sudo_program(&n).map(|e| (n, e)));
+        let any_args = args.is_empty();
+        let no_args = fixed == "\"\"";
+        if let Some((name, e)) = entry {
+            let run_code = e.kind == "shell" || e.kind == "interpreter";
+            if e.escape == crate::catalog::Escape::Always {
+                return path(format!("{name} is a {}: {}", e.kind, e.why));
+            }
+            if any_args {
+                return path(format!("{name} with any arguments: {}", e.why));
+            }
+            if args.iter().any(|a| wildcard(a)) {
+                return path(format!(
+                    "{name} with arguments through a wildcard, which {} chooses: {}",
+                    self.who, e.why
+                ));
+            }
+            if run_code && no_args {
+                return path(format!(
+                    "{name} without arguments reads its commands from the terminal: a root shell"
+                ));
+            }
+            if run_code {
+                if let Some(script) = args.iter().find(|a| !a.starts_with('-')) {
+                    if script.starts_with('/') {
+                        if let Some(why) = self.replaceable(Path::new(script)) {
+                            return path(format!("{name} runs {script}, and {why}"));
+                        }
+                    }
+                }
+            }
+            return limited(format!(
+                "{name} ({}) with the fixed arguments `{fixed}`: the rule allows those and no others",
+                e.kind
+            ));
+        }
+        if args.iter().any(|a| wildcard(a)) {
+            return path(format!(
+                "{prog} with arguments through a wildcard, which {} chooses",
+                self.who
+            ));
+        }
+        let what = match std::fs::metadata(self.host.path(&real)) {
+            Ok(m) => format!(
+                "{prog} (owner uid {}, mode {:04o}) is not writable by {} nor is a directory above it",
+                m.uid(),
+                m.mode() & 0o7777,
+                self.who
+            ),
+            Err(_) => format!(
+                "{prog} does not exist here and {} cannot create it",
+                self.who
+            ),
+        };
+        limited(format!(
+            "{what}; it is not a shell, interpreter, editor, pager or a known command runner{}",
+            if any_args {
+                String::new()
+            } else {
+                format!(", and its arguments are fixed (`{fixed}`)")
+            }
+        ))
+    }
+
+    fn judge_sudoedit(&self, command: &str, files: &[&str]) -> Judged {
+        let path = |why: String| Self::verdict(command, Verdict::PathToRoot, why);
+        if files.is_empty() || files.iter().any(|f| wildcard(f)) {
+            return path(format!(
+                "sudoedit of files {} chooses: editing /etc/sudoers.d or /etc/shadow is root",
+                self.who
+            ));
+        }
+        if let Some(f) = files.iter().find(|f| {
+            ROOT_EDITS
+                .iter()
+                .any(|r| *f == r || f.starts_with(&format!("{r}/")))
+        }) {
+            return path(format!("sudoedit of {f}: whoever may edit it is root"));
+        }
+        Self::verdict(
+            command,
+            Verdict::Limited,
+            format!(
+                "sudoedit edits a copy of {} as {} and writes back only that",
+                files.join(" "),
+                self.who
+            ),
+        )
     }
 }
 
@@ -816,6 +1308,28 @@ pub fn collect(host: &Host, users: &Users, deadline: Instant) -> Result<RootPath
     };
 
     collect_sudo(host, &id, &mut f, deadline);
+    let mut keep = std::mem::take(&mut f.sudo.env_keep);
+    crate::util::sort::sort(&mut keep);
+    keep.dedup();
+    let judge = Judge {
+        host,
+        id: &id,
+        who: f
+            .user
+            .clone()
+            .map(|u| format!("{u} (uid {})", f.uid))
+            .unwrap_or_else(|| format!("uid {}", f.uid)),
+    };
+    for r in &mut f.sudo.rules {
+        r.judged = r
+            .commands
+            .iter()
+            // `!cmd` takes a command away; it allows nothing.
+            .filter(|c| !c.starts_with('!'))
+            .map(|c| judge.judge(c, r.setenv, &keep, f.sudo.setenv_default))
+            .collect();
+    }
+    f.sudo.env_keep = keep;
     for file in ["/etc/doas.conf", "/usr/local/etc/doas.conf"] {
         match read_text(host, file) {
             Ok(t) => {
@@ -884,9 +1398,16 @@ fn collect_sudo(host: &Host, id: &Identity, f: &mut RootPathFacts, deadline: Ins
         }
         match read_text(host, &p) {
             Ok(t) => {
-                let (rules, includes) = parse_sudoers(&t, &p, id);
+                let Sudoers {
+                    rules,
+                    includes,
+                    env_keep,
+                    setenv,
+                } = parse_sudoers(&t, &p, id);
                 f.sudo.files_read.push(p.clone());
                 f.sudo.rules.extend(rules);
+                f.sudo.env_keep.extend(env_keep);
+                f.sudo.setenv_default |= setenv;
                 let base = Path::new(&p).parent().unwrap_or(Path::new("/etc"));
                 for inc in includes {
                     let (kind, path) = match inc.strip_prefix("dir:") {
@@ -976,6 +1497,9 @@ fn collect_sudo(host: &Host, id: &Identity, f: &mut RootPathFacts, deadline: Ins
         ToolStatus::Ok => {
             f.sudo.listing = Some("listed".into());
             f.sudo.rules.extend(parse_sudo_listing(&o.output));
+            let (keep, setenv) = listing_defaults(&o.output);
+            f.sudo.env_keep.extend(keep);
+            f.sudo.setenv_default |= setenv;
         }
         ToolStatus::Timeout => {
             f.sudo.listing = Some("timeout".into());
@@ -1151,6 +1675,109 @@ fn json<T: Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
+/// The sudo rules as one finding, by what their commands allow: a way to
+/// root is priv.passwordless-root at the boundary's severity; commands
+/// whose reach could not be told keep the old, lowered rank; commands that
+/// are each limited to what they do are priv.sudo-limited (info), with
+/// why each is safe and what would make it not.
+fn sudo_finding(
+    f: &RootPathFacts,
+    who: &str,
+    sev: Severity,
+    root_is: &str,
+    base: &dyn Fn(&str, String) -> Finding,
+) -> Finding {
+    let rules = &f.sudo.rules;
+    let blocked = f.sudo.listing.as_deref() == Some("no-new-privs");
+    let all = rules.iter().any(|r| r.all_commands);
+    let sources: Vec<String> = rules.iter().map(|r| r.source.clone()).collect();
+    let mut cmds: Vec<String> = rules
+        .iter()
+        .flat_map(|r| r.commands.iter().cloned())
+        .collect();
+    cmds.dedup();
+    // The same command from the files and from `sudo -n -l`: judged once.
+    let mut judged: Vec<&Judged> = Vec::new();
+    for j in rules.iter().flat_map(|r| r.judged.iter()) {
+        if !judged.iter().any(|k| k.command == j.command) {
+            judged.push(j);
+        }
+    }
+    let of = |v: Verdict| -> Vec<String> {
+        judged
+            .iter()
+            .filter(|j| j.verdict == v)
+            .map(|j| format!("{}: {}", j.command, j.why))
+            .collect()
+    };
+    let (paths, unknown, limited) = (
+        of(Verdict::PathToRoot),
+        of(Verdict::Unknown),
+        of(Verdict::Limited),
+    );
+    let lead = |what: &str| {
+        format!(
+            "sudo lets {who} run {what} as {} without a password ({})",
+            rules[0].runas,
+            sources.join(", ")
+        )
+    };
+    let evidence = |fnd: Finding| {
+        fnd.with("rules", json(rules))
+            .with("sudo_listing", json(&f.sudo.listing))
+            .with("sources", sources.clone())
+            .with("env_keep", f.sudo.env_keep.clone())
+            .with("setenv_default", f.sudo.setenv_default)
+    };
+    let what = if all { "any command" } else { "commands" };
+    if blocked {
+        return evidence(base(
+            "sudo",
+            format!(
+                "{}; no_new_privs keeps sudo from running as root here, for now",
+                lead(what)
+            ),
+        ))
+        .severity(Severity::Low);
+    }
+    // ALL is a way to root whether or not it was judged.
+    if !paths.is_empty() || all {
+        let how = if all && paths.len() <= 1 {
+            root_is.to_string()
+        } else {
+            format!("a way to root: {}; {root_is}", paths.join("; "))
+        };
+        return evidence(base("sudo", format!("{}; {how}", lead(what)))).severity(sev);
+    }
+    if !unknown.is_empty() || judged.is_empty() {
+        return evidence(base(
+            "sudo",
+            format!(
+                "{}; limited to {}; whether one of them leads to a shell could not be told ({}); {root_is}",
+                lead(what),
+                cmds.join(", "),
+                unknown.join("; ")
+            ),
+        ))
+        .severity(sev.lowered());
+    }
+    evidence(
+        Finding::new(
+            "priv.sudo-limited",
+            "sudo",
+            format!(
+                "{}, and none of them is a way to root: {}. The rule is safe to keep while each command stays as it is: owned by root, not writable by {who} nor in a directory they can write, with no shell, interpreter, editor or pager among them and no arguments they choose",
+                lead(&format!("only {}", cmds.join(", "))),
+                limited.join("; ")
+            ),
+        )
+        .with("uid", f.uid)
+        .with("user", json(&f.user))
+        .with("boundary", json(&f.boundary))
+        .with("root_is", root_is.to_string()),
+    )
+}
+
 pub fn evaluate(f: &RootPathFacts) -> Vec<Finding> {
     let mut out = Vec::new();
     let who = f
@@ -1186,47 +1813,7 @@ pub fn evaluate(f: &RootPathFacts) -> Vec<Finding> {
     };
 
     if !f.sudo.rules.is_empty() {
-        let blocked = f.sudo.listing.as_deref() == Some("no-new-privs");
-        let all = f.sudo.rules.iter().any(|r| r.all_commands);
-        let sources: Vec<String> = f.sudo.rules.iter().map(|r| r.source.clone()).collect();
-        let mut cmds: Vec<String> = f
-            .sudo
-            .rules
-            .iter()
-            .flat_map(|r| r.commands.iter().cloned())
-            .collect();
-        cmds.dedup();
-        let (s, how) = if blocked {
-            (
-                Severity::Low,
-                "no_new_privs keeps sudo from running as root here, for now".to_string(),
-            )
-        } else if all {
-            (sev, root_is.clone())
-        } else {
-            (
-                sev.lowered(),
-                format!(
-                    "limited to {}; whether one of them leads to a shell depends on the commands; {root_is}",
-                    cmds.join(", ")
-                ),
-            )
-        };
-        out.push(
-            base(
-                "sudo",
-                format!(
-                    "sudo lets {who} run {} as {} without a password ({}); {how}",
-                    if all { "any command" } else { "commands" },
-                    f.sudo.rules[0].runas,
-                    sources.join(", ")
-                ),
-            )
-            .severity(s)
-            .with("rules", json(&f.sudo.rules))
-            .with("sudo_listing", json(&f.sudo.listing))
-            .with("sources", sources),
-        );
+        out.push(sudo_finding(f, &who, sev, &root_is, &base));
     } else if f.sudo.listing.as_deref() == Some("timeout") {
         out.push(
             Finding::new(
@@ -1361,16 +1948,21 @@ mod tests {
     #[test]
     fn sudoers_nopasswd_rules() {
         let id = vscode();
-        let (r, _) = parse_sudoers(
+        let r = parse_sudoers(
             "vscode ALL=(root) NOPASSWD:ALL\n",
             "/etc/sudoers.d/vscode",
             &id,
-        );
+        )
+        .rules;
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].source, "/etc/sudoers.d/vscode:1");
         assert!(r[0].all_commands);
         let text = "# comment\nDefaults env_reset\nroot ALL=(ALL:ALL) ALL\n%sudo ALL=(ALL:ALL) ALL\n#includedir /etc/sudoers.d\n@include /etc/extra\n";
-        let (r, inc) = parse_sudoers(text, "/etc/sudoers", &id);
+        let Sudoers {
+            rules: r,
+            includes: inc,
+            ..
+        } = parse_sudoers(text, "/etc/sudoers", &id);
         assert!(r.is_empty(), "a password is asked: {r:?}");
         assert_eq!(inc, vec!["dir:/etc/sudoers.d", "/etc/extra"]);
         for (text, want) in [
@@ -1398,16 +1990,115 @@ mod tests {
             ("Defaults:alice !authenticate\n", false),
             ("vscode ALL=(root) \\\n    NOPASSWD: ALL\n", true),
         ] {
-            let (r, _) = parse_sudoers(text, "/f", &id);
+            let r = parse_sudoers(text, "/f", &id).rules;
             assert_eq!(!r.is_empty(), want, "{text:?}: {r:?}");
         }
-        let (r, _) = parse_sudoers(
+        let r = parse_sudoers(
             "vscode ALL=(root) NOPASSWD: /usr/bin/apt, PASSWD: ALL\n",
             "/f",
             &id,
-        );
+        )
+        .rules;
         assert_eq!(r[0].commands, vec!["/usr/bin/apt"]);
         assert!(!r[0].all_commands);
+    }
+
+    #[test]
+    fn aliases_defaults_and_setenv() {
+        let id = vscode();
+        let text = "Cmnd_Alias FW = /usr/local/bin/init-firewall.sh, /usr/sbin/ipset\nDefaults env_keep += \"LD_PRELOAD HOME\"\nDefaults:alice setenv\nvscode ALL=(root) NOPASSWD: FW\n";
+        let p = parse_sudoers(text, "/f", &id);
+        assert_eq!(
+            p.rules[0].commands,
+            vec!["/usr/local/bin/init-firewall.sh", "/usr/sbin/ipset"]
+        );
+        assert_eq!(p.env_keep, vec!["LD_PRELOAD"], "HOME loads no code");
+        assert!(!p.setenv, "alice's Defaults are not vscode's");
+        let p = parse_sudoers(
+            "Defaults:vscode setenv\nvscode ALL=(root) SETENV: NOPASSWD: /opt/x\n",
+            "/f",
+            &id,
+        );
+        assert!(p.setenv && p.rules[0].setenv);
+        let out = "Matching Defaults entries for node on h:\n    env_reset, env_keep+=\"PYTHONPATH LANG\", secure_path=/usr/bin\n\nUser node may run the following commands on h:\n    (root) SETENV: NOPASSWD: /usr/local/bin/x\n";
+        assert_eq!(
+            listing_defaults(out),
+            (vec!["PYTHONPATH".to_string()], false)
+        );
+        assert!(parse_sudo_listing(out)[0].setenv);
+    }
+
+    /// A tree of our own: each command judged by what it allows, with the
+    /// mode bits against uid 1000 (the --root way).
+    #[test]
+    fn commands_judged_by_what_they_allow() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("sp-judge-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mk = |rel: &str, mode: u32| {
+            let p = dir.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        std::fs::create_dir_all(dir.join("usr/local/bin")).unwrap();
+        mk("usr/local/bin/init-firewall.sh", 0o755);
+        mk("usr/local/bin/open.sh", 0o777);
+        mk("usr/bin/vim.basic", 0o755);
+        mk("usr/bin/python3.11", 0o755);
+        mk("usr/bin/systemctl", 0o755);
+        mk("opt/tool/run", 0o755);
+        std::fs::set_permissions(dir.join("opt/tool"), std::fs::Permissions::from_mode(0o777))
+            .unwrap();
+        std::os::unix::fs::symlink("/usr/bin/vim.basic", dir.join("usr/bin/vi")).unwrap();
+        let host = Host::new(dir.clone(), std::time::Duration::from_secs(5));
+        let id = vscode();
+        let j = Judge {
+            host: &host,
+            id: &id,
+            who: "vscode (uid 1000)".into(),
+        };
+        let v = |c: &str| j.judge(c, false, &[], false).verdict;
+        use Verdict::*;
+        for (c, want) in [
+            ("ALL", PathToRoot),
+            ("/usr/local/bin/init-firewall.sh", Limited),
+            ("/usr/local/bin/open.sh", PathToRoot),
+            ("/opt/tool/run", PathToRoot),
+            ("/usr/bin/vi /etc/hosts", PathToRoot),
+            ("/usr/bin/python3.11", PathToRoot),
+            (
+                "/usr/bin/python3.11 /usr/local/bin/init-firewall.sh",
+                Limited,
+            ),
+            ("/usr/bin/python3.11 /usr/local/bin/open.sh", PathToRoot),
+            ("/usr/bin/systemctl restart app", Limited),
+            ("/usr/bin/systemctl", PathToRoot),
+            ("/usr/bin/systemctl restart *", PathToRoot),
+            ("/usr/local/bin/init-firewall.sh *", PathToRoot),
+            ("/usr/local/bin/*", PathToRoot),
+            ("/usr/bin/less /var/log/app.log", PathToRoot),
+            ("/bin/bash \"\"", PathToRoot),
+            ("sudoedit /etc/hosts", Limited),
+            ("sudoedit /etc/sudoers.d/x", PathToRoot),
+            ("sudoedit /srv/*.conf", PathToRoot),
+            ("FIREWALL", Unknown),
+            ("/usr/sbin/missing", Limited),
+        ] {
+            assert_eq!(v(c), want, "{c}: {:?}", j.judge(c, false, &[], false));
+        }
+        let w = j.judge("/usr/local/bin/init-firewall.sh", true, &[], false);
+        assert_eq!(w.verdict, PathToRoot, "SETENV");
+        let w = j.judge(
+            "/usr/local/bin/init-firewall.sh",
+            false,
+            &["LD_PRELOAD".into()],
+            false,
+        );
+        assert!(w.why.contains("LD_PRELOAD"), "{w:?}");
+        let w = j.judge("/usr/local/bin/open.sh", false, &[], false);
+        assert!(w.why.contains("writable by vscode (uid 1000)"), "{w:?}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -241,14 +241,17 @@ fn cut(s: &str, n: usize) -> String {
     t
 }
 
-/// One entry per code and status, in the order of their most severe
-/// finding: the count with its severities, a few subjects, the fix once.
+/// One entry per code, status and title, in the order of their most
+/// severe finding: the count with its severities, a few subjects, the fix
+/// once. The title is the headline, so findings of one code that say
+/// different things (a capability held, one only in the bounding set) are
+/// not headed by one of them.
 fn grouped(o: &mut String, findings: &[&Finding], st: &Style) {
     let mut groups: Vec<Vec<&Finding>> = Vec::new();
     for f in findings {
         match groups
             .iter_mut()
-            .find(|g| g[0].code == f.code && g[0].status == f.status)
+            .find(|g| g[0].code == f.code && g[0].status == f.status && g[0].title == f.title)
         {
             Some(g) => g.push(f),
             None => groups.push(vec![f]),

@@ -142,6 +142,9 @@ pub struct PathEnds {
     last: Vec<Glob>,
     parent: Vec<Option<Glob>>,
     exact: FnvMap<String, Vec<usize>>,
+    /// `DIR/*` patterns (every file of a directory) by the directory's
+    /// name: a walk asks them only in such a directory, not for every file.
+    any_in: FnvMap<String, Vec<usize>>,
     globbed: Vec<usize>,
 }
 
@@ -154,12 +157,16 @@ impl PathEnds {
             last: Vec::new(),
             parent: Vec::new(),
             exact: FnvMap::default(),
+            any_in: FnvMap::default(),
             globbed: Vec::new(),
         };
         for (i, (p, ex)) in items.enumerate() {
             let comps: Vec<String> = p.split('/').map(str::to_string).collect();
             let last = comps.last().cloned().unwrap_or_default();
-            if last.contains('*') {
+            let dir = (comps.len() >= 2).then(|| comps[comps.len() - 2].clone());
+            if last == "*" && dir.as_ref().is_some_and(|d| !d.contains('*')) {
+                m.any_in.entry(dir.unwrap_or_default()).or_default().push(i);
+            } else if last.contains('*') {
                 m.globbed.push(i);
             } else {
                 m.exact.entry(last.clone()).or_default().push(i);
@@ -187,13 +194,14 @@ impl PathEnds {
         comps: &mut dyn FnMut() -> Vec<String>,
     ) -> Option<usize> {
         let exact = self.exact.get(name).map(Vec::as_slice).unwrap_or(&[]);
+        let any_in = self.any_in.get(parent).map(Vec::as_slice).unwrap_or(&[]);
         let globbed = self
             .globbed
             .iter()
             .copied()
             .filter(|i| self.last[*i].matches(name.as_bytes()));
         let mut hits: Vec<usize> = Vec::new();
-        for i in exact.iter().copied().chain(globbed) {
+        for i in exact.iter().chain(any_in).copied().chain(globbed) {
             let parent_ok = self.parent[i]
                 .as_ref()
                 .is_none_or(|g| g.matches(parent.as_bytes()));
@@ -247,5 +255,40 @@ mod tests {
             assert_eq!(matches_component(p, x), want, "{p} {x}");
             assert_eq!(matches_path(p, x), want, "{p} {x}");
         }
+    }
+
+    /// `DIR/*` patterns are kept by their directory's name and still take
+    /// their place in the order: the first pattern given wins.
+    #[test]
+    fn path_ends_in_order() {
+        let ex = vec!["*.pub".to_string()];
+        let none: &[String] = &[];
+        let m = PathEnds::new(
+            [
+                ("id_rsa", none),
+                (".ssh/*", ex.as_slice()),
+                ("*.pem", none),
+                (".cursor/*", none),
+                (".local/share/opencode/*", none),
+            ]
+            .into_iter(),
+        );
+        let comps = |p: &str| {
+            let v: Vec<String> = p.split('/').map(str::to_string).collect();
+            move || v.clone()
+        };
+        let first = |name: &str, parent: &str, path: &str| m.first(name, parent, &mut comps(path));
+        assert_eq!(first("id_rsa", ".ssh", "h/.ssh/id_rsa"), Some(0));
+        assert_eq!(first("deploy", ".ssh", "h/.ssh/deploy"), Some(1));
+        assert_eq!(first("deploy.pub", ".ssh", "h/.ssh/deploy.pub"), None);
+        assert_eq!(first("k.pem", ".ssh", "h/.ssh/k.pem"), Some(1));
+        assert_eq!(first("k.pem", ".cursor", "h/.cursor/k.pem"), Some(2));
+        assert_eq!(first("mcp.json", ".cursor", "h/.cursor/mcp.json"), Some(3));
+        assert_eq!(first("mcp.json", "cursor", "h/cursor/mcp.json"), None);
+        assert_eq!(
+            first("auth.json", "opencode", "h/.local/share/opencode/auth.json"),
+            Some(4)
+        );
+        assert_eq!(first("auth.json", "opencode", "h/opencode/auth.json"), None);
     }
 }

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::{Duration, UNIX_EPOCH};
 
 use crate::common::canary::{b64, now, random, ALNUM};
-use crate::common::fixture::{data, Fixture, Run, BIN};
+use crate::common::fixture::{data, mountinfo_with, Fixture, Run, BIN};
 use serde_json::{json, Value};
 
 /// Canaries: a name and the distinctive part, never a rule's own prefix.
@@ -1168,20 +1168,455 @@ fn a_writable_passwd_and_limited_rules() {
     let f = r.find("priv.passwordless-root", "/etc/passwd");
     assert_eq!(f["severity"], "high");
     assert_eq!(f["evidence"]["file"]["checked_with"], "mode bits (--root)");
-    let f = r.find("priv.passwordless-root", "sudo");
-    assert_eq!(
-        f["severity"], "medium",
-        "a rule limited to some commands is one step lower: {f}"
+    // Fixed arguments to a package manager and a service manager: each
+    // does what it says (issue 29), so the rule is information.
+    assert!(!r.has("priv.passwordless-root", "sudo"), "{:?}", r.pairs());
+    let f = r.find("priv.sudo-limited", "sudo");
+    assert_eq!(f["severity"], "info");
+    let msg = f["message"].as_str().unwrap();
+    assert!(
+        msg.contains("only /usr/bin/apt-get update, /usr/bin/systemctl restart app")
+            && msg.contains("with the fixed arguments `update`"),
+        "{f}"
     );
+    // The same package manager with any arguments runs hooks as root.
+    fx.file(
+        "etc/sudoers.d/apt",
+        "vscode ALL=(root) NOPASSWD: /usr/bin/apt-get, /usr/bin/systemctl restart app\n",
+    );
+    let r = fx.run(&[]);
+    let f = r.find("priv.passwordless-root", "sudo");
+    assert_eq!(f["severity"], "high");
     assert!(
         f["message"]
             .as_str()
             .unwrap()
-            .contains("/usr/bin/apt-get update"),
+            .contains("apt-get with any arguments"),
         "{f}"
     );
+    assert!(!r.has_code("priv.sudo-limited"));
     // Running as root, there is no path to find.
     fx.file("proc/self/status", &data("plain.status"));
     let r = fx.run(&[]);
     assert!(!r.has_code("priv.passwordless-root"));
+}
+
+// ---------------------------------------------------------------------------
+// The agent platforms' own workspaces, from their public files.
+
+/// anthropics/claude-code .devcontainer/Dockerfile at commit
+/// 5cfc0a1905ce0c0a9bd81d8a90fe6b62ff614357 (last changed in 5f52517c):
+/// `COPY init-firewall.sh /usr/local/bin/`, then as root
+/// `echo "node ALL=(root) NOPASSWD: /usr/local/bin/init-firewall.sh" >
+/// /etc/sudoers.d/node-firewall && chmod 0440 ...`, user node (uid 1000 in
+/// node:20). openai/codex codex-cli/Dockerfile (8b38aa3a) does the same for
+/// /usr/local/bin/init_firewall.sh. The script's text is not copied: a
+/// stand-in with the same path, owner and mode (the probe never runs it).
+pub const CLAUDE_SUDOERS: &str = "node ALL=(root) NOPASSWD: /usr/local/bin/init-firewall.sh\n";
+pub const CLAUDE_SCRIPT: &str = "/usr/local/bin/init-firewall.sh";
+
+fn claude_tree(name: &str) -> Fixture {
+    let fx = Fixture::container(name, &data("plain.mountinfo"), &status_as(1000, "1000", 0));
+    fx.file(
+        "etc/passwd",
+        "root:x:0:0:root:/root:/bin/bash\nnode:x:1000:1000::/home/node:/bin/bash\n",
+    );
+    fx.file("etc/group", "root:x:0:\nsudo:x:27:\nnode:x:1000:\n");
+    fx.file(
+        "etc/sudoers",
+        "Defaults env_reset\nroot ALL=(ALL:ALL) ALL\n%sudo ALL=(ALL:ALL) ALL\n@includedir /etc/sudoers.d\n",
+    );
+    fx.file("etc/sudoers.d/node-firewall", CLAUDE_SUDOERS);
+    fs::set_permissions(
+        fx.path("etc/sudoers.d/node-firewall"),
+        fs::Permissions::from_mode(0o440),
+    )
+    .unwrap();
+    fx.file(
+        &CLAUDE_SCRIPT[1..],
+        "#!/bin/bash\n# stand-in for init-firewall.sh\nexit 0\n",
+    );
+    fs::set_permissions(
+        fx.path(&CLAUDE_SCRIPT[1..]),
+        fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    for d in ["usr", "usr/local", "usr/local/bin", "etc", "etc/sudoers.d"] {
+        fs::set_permissions(fx.path(d), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    fx.dir("home/node/.claude");
+    fx.dir("workspace");
+    fx
+}
+
+fn control(r: &Run, key: &str) -> Value {
+    r.json["scorecard"]["controls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["control"] == key)
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn claude_code_devcontainer_sudo_rule_is_not_a_path_to_root() {
+    let fx = claude_tree("claude-devc");
+    let r = fx.run(&["--workspace", "/workspace"]);
+    assert!(
+        !r.has("priv.passwordless-root", "sudo"),
+        "a root-owned script the user cannot change is not a path to root: {:?}",
+        r.pairs()
+    );
+    let f = r.find("priv.sudo-limited", "sudo");
+    assert_eq!(f["severity"], "info");
+    let msg = f["message"].as_str().unwrap();
+    assert!(
+        msg.contains("sudo lets node (uid 1000) run only /usr/local/bin/init-firewall.sh")
+            && msg.contains("(owner uid 0, mode 0755) is not writable by node (uid 1000)")
+            && msg.contains("/etc/sudoers.d/node-firewall:1"),
+        "{msg}"
+    );
+    // The fix never asks to remove a rule the devcontainer needs.
+    let fix = f["remediation"].as_str().unwrap();
+    assert!(fix.starts_with("Nothing to remove"), "{fix}");
+    let judged = &f["evidence"]["rules"][0]["judged"][0];
+    assert_eq!(judged["verdict"], "limited", "{judged}");
+    let es = control(&r, "engine-socket");
+    assert!(
+        !es["decisive"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|id| *id == f["id"]),
+        "{es}"
+    );
+    assert_ne!(
+        es["score"],
+        json!(0),
+        "the limited rule alone scores no 0: {es}"
+    );
+
+    // The same rule with the script the user's (chown node, as a careless
+    // COPY --chown would leave it): a path to root, high, and the
+    // engine-socket control 0 on it.
+    nix::unistd::chown(
+        &fx.path(&CLAUDE_SCRIPT[1..]),
+        Some(1000.into()),
+        Some(1000.into()),
+    )
+    .unwrap();
+    let r = fx.run(&["--workspace", "/workspace"]);
+    let f = r.find("priv.passwordless-root", "sudo");
+    assert_eq!(f["severity"], "high");
+    let msg = f["message"].as_str().unwrap();
+    assert!(
+        msg.contains("a way to root: /usr/local/bin/init-firewall.sh: /usr/local/bin/init-firewall.sh (owner uid 1000, mode 0755) is writable by node (uid 1000)"),
+        "{msg}"
+    );
+    assert!(!r.has_code("priv.sudo-limited"));
+    let es = control(&r, "engine-socket");
+    assert_eq!(es["score"], 0, "{es}");
+    assert!(
+        es["decisive"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|id| *id == f["id"]),
+        "{es}"
+    );
+
+    // Root-owned again, in a directory the user may write.
+    nix::unistd::chown(
+        &fx.path(&CLAUDE_SCRIPT[1..]),
+        Some(0.into()),
+        Some(0.into()),
+    )
+    .unwrap();
+    fs::set_permissions(fx.path("usr/local/bin"), fs::Permissions::from_mode(0o777)).unwrap();
+    let r = fx.run(&["--workspace", "/workspace"]);
+    let f = r.find("priv.passwordless-root", "sudo");
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("the directory /usr/local/bin (owner uid 0, mode 0777) is writable by node"),
+        "{f}"
+    );
+    fs::set_permissions(fx.path("usr/local/bin"), fs::Permissions::from_mode(0o755)).unwrap();
+
+    // An env_keep of LD_PRELOAD makes the same root-owned script a way in.
+    fx.file(
+        "etc/sudoers.d/node-firewall",
+        &format!("Defaults env_keep += \"LD_PRELOAD\"\n{CLAUDE_SUDOERS}"),
+    );
+    let r = fx.run(&["--workspace", "/workspace"]);
+    let f = r.find("priv.passwordless-root", "sudo");
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("env_keep keeps LD_PRELOAD"),
+        "{f}"
+    );
+    assert_eq!(f["evidence"]["env_keep"], json!(["LD_PRELOAD"]));
+}
+
+/// OpenHands' settings file as its FileSettingsStore writes it
+/// (All-Hands-AI/OpenHands at 156d0686c46aafb0fa9d291da6421fb6f64dddc0,
+/// openhands/storage/settings/file_settings_store.py: model_dump_json with
+/// expose_secrets, so llm_api_key is in the clear; fields from
+/// openhands/storage/data_models/settings.py), in ~/.openhands
+/// (openhands/core/config/openhands_config.py: file_store_path =
+/// '~/.openhands').
+pub fn openhands_settings(c: &mut Canaries) -> String {
+    json!({
+        "language": "en", "agent": "CodeActAgent", "max_iterations": null,
+        "security_analyzer": null, "confirmation_mode": false,
+        "llm_model": "anthropic/claude-sonnet-4-20250514",
+        "llm_api_key": format!("sk-ant-api03-{}", c.add("openhands llm key", 80)),
+        "llm_base_url": "", "remote_runtime_resource_factor": 1,
+        "secrets_store": {"provider_tokens": {"github": {
+            "token": format!("ghp_{}", c.add("openhands github token", 36)),
+            "host": "github.com"}}},
+        "enable_default_condenser": true, "enable_sound_notifications": false,
+        "user_consents_to_analytics": false, "sandbox_base_container_image": null,
+        "mcp_config": null, "search_api_key": "", "max_budget_per_task": null
+    })
+    .to_string()
+}
+
+#[test]
+fn agent_settings_files_are_searched_for_key_formats() {
+    let fx = tree("agent-keys");
+    let mut c = Canaries::default();
+    let home = fx.path("home/dev");
+    write(
+        &home,
+        ".openhands/settings.json",
+        &openhands_settings(&mut c),
+    );
+    // aider keeps the keys of its OpenRouter login here (aider/main.py).
+    write(
+        &home,
+        ".aider/oauth-keys.env",
+        &format!("OPENROUTER_API_KEY=sk-or-v1-{}\n", c.add("aider oauth", 64)),
+    );
+    // opencode's /connect store: {provider: {type: api, key}}.
+    write(
+        &home,
+        ".local/share/opencode/auth.json",
+        &json!({"anthropic": {"type": "api",
+            "key": format!("sk-ant-api03-{}", c.add("opencode key", 80))}})
+        .to_string(),
+    );
+    // Settings without a key, and an MCP configuration (the MCP reader's).
+    write(
+        &home,
+        ".openhands-state/settings.json",
+        &json!({"language": "en", "llm_model": "gpt-4o", "llm_api_key": null}).to_string(),
+    );
+    write(
+        &home,
+        ".gemini/settings.json",
+        &json!({"mcpServers": {"gh": {"command": "npx", "env": {
+            "GITHUB_PERSONAL_ACCESS_TOKEN": format!("ghp_{}", c.add("gemini mcp", 36))}}}})
+        .to_string(),
+    );
+    let (r, outs) = run_all(&fx, &["--workspace", "/workspace"], &[]);
+    c.assert_absent(&outs);
+    // oauth-keys.env is a .env file, and the .env rule (earlier in the
+    // catalog) judges it: same finding, kind env-file.
+    for (path, kind, agent, entry) in [
+        (
+            "/home/dev/.openhands/settings.json",
+            "agent-config-secret",
+            json!("OpenHands"),
+            "llm_api_key",
+        ),
+        (
+            "/home/dev/.aider/oauth-keys.env",
+            "env-file",
+            Value::Null,
+            "OPENROUTER_API_KEY",
+        ),
+        (
+            "/home/dev/.local/share/opencode/auth.json",
+            "agent-config-secret",
+            json!("opencode"),
+            "key",
+        ),
+    ] {
+        let f = r.find("secret.file", path);
+        assert_eq!(f["severity"], "high", "{f}");
+        assert_eq!(f["evidence"]["kind"], kind, "{f}");
+        assert_eq!(f["evidence"]["agent"], agent, "{f}");
+        assert!(
+            f["evidence"]["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e == entry),
+            "{f}"
+        );
+    }
+    let oh = r.find("secret.file", "/home/dev/.openhands/settings.json");
+    assert_eq!(oh["evidence"]["entries"], json!(["llm_api_key", "token"]));
+    assert!(!r.has("secret.file", "/home/dev/.openhands-state/settings.json"));
+    assert!(!r.has("secret.file", "/home/dev/.gemini/settings.json"));
+    assert!(r.has("mcp.secret-in-config", "/home/dev/.gemini/settings.json gh"));
+    assert_eq!(control(&r, "secret-boundary")["score"], 0);
+    let budget = &r.json["inventory"]["secrets"]["search"]["budget"];
+    assert_eq!(budget["max_agent_files"], 256);
+}
+
+/// An agent's directory full of files: at most 256 are read, and the
+/// search says it did not check the rest.
+#[test]
+fn agent_directory_files_are_bounded() {
+    let fx = tree("agent-many");
+    let dir = fx.path("home/dev/.codex");
+    fs::create_dir_all(&dir).unwrap();
+    for i in 0..400 {
+        fs::write(dir.join(format!("f{i:03}.json")), "{}").unwrap();
+    }
+    let r = fx.run(&["--workspace", "/workspace"]);
+    let search = &r.json["inventory"]["secrets"]["search"];
+    assert!(
+        search["candidates_dropped"].as_u64().unwrap() >= 144,
+        "{search}"
+    );
+    assert!(search["files_checked"].as_u64().unwrap() <= 300, "{search}");
+    assert!(
+        r.has("probe.incomplete", "secrets:files"),
+        "{:?}",
+        r.pairs()
+    );
+}
+
+/// aider's documented docker run (Aider-AI/aider
+/// aider/website/docs/install/docker.md at 22a494bb): `docker run -it
+/// --volume $(pwd):/app paulgauthier/aider --openai-api-key
+/// $OPENAI_API_KEY` makes the key an argument of PID 1.
+#[test]
+fn an_api_key_on_pid_1s_command_line() {
+    let fx = tree("agent-cmdline");
+    let mut c = Canaries::default();
+    let key = format!("sk-proj-{}", c.add("aider cmdline key", 64));
+    fx.file(
+        "proc/1/cmdline",
+        &format!("/venv/bin/python\0/venv/bin/aider\0--openai-api-key\0{key}\0--model\0gpt-4o\0"),
+    );
+    fx.file("proc/1/comm", "aider\n");
+    fx.file(
+        "proc/1/status",
+        "Name:\taider\nUid:\t1000\t1000\t1000\t1000\n",
+    );
+    // Another process with nothing secret on its command line.
+    fx.file("proc/7/cmdline", "sleep\0infinity\0");
+    let (r, outs) = run_all(&fx, &["--workspace", "/workspace"], &[]);
+    c.assert_absent(&outs);
+    let f = r.find("secret.process-cmdline", "pid 1");
+    assert_eq!(f["severity"], "high");
+    assert_eq!(f["evidence"]["comm"], "aider");
+    assert_eq!(f["evidence"]["uid"], 1000);
+    let a = &f["evidence"]["arguments"][0];
+    assert_eq!(
+        (a["index"].clone(), a["option"].clone(), a["kind"].clone()),
+        (
+            json!(3),
+            json!("--openai-api-key"),
+            json!("openai-project-key")
+        ),
+        "{f}"
+    );
+    assert!(!r.has("secret.process-cmdline", "pid 7"));
+    assert_eq!(
+        r.json["inventory"]["secrets"]["processes"]["cmdlines_read"],
+        2
+    );
+}
+
+/// Agent directories bound from the host: Codex's (`-v
+/// ~/.codex:/home/node/.codex`, as OpenClaw's Docker guide documents with
+/// OPENCLAW_EXTRA_MOUNTS), OpenHands' documented `-v
+/// ~/.openhands:/.openhands`, Claude Code's ~/.claude.json file, one known
+/// only by its mount point (gVisor's 9p hides the host path) and one by
+/// its host path only.
+#[test]
+fn agent_configuration_directories_bound_from_the_host() {
+    let fx = Fixture::container(
+        "agent-binds",
+        &mountinfo_with(&[
+            "84 80 254:0 /home/alice/.codex /home/node/.codex ro,relatime - ext4 /dev/vda rw",
+            "85 80 254:0 /home/alice/.openhands /.openhands rw,relatime - ext4 /dev/vda rw",
+            "86 80 254:0 /home/alice/.claude.json /home/node/.claude.json rw,relatime - ext4 /dev/vda rw",
+            "87 80 254:0 /srv/cfg/gem /home/node/.gemini rw,relatime - ext4 /dev/vda rw",
+            "88 80 254:0 /home/alice/.local/share/opencode /data/oc rw,relatime - ext4 /dev/vda rw",
+            "89 80 254:0 /home/alice/src/app /workspace rw,relatime - ext4 /dev/vda rw",
+        ]),
+        &data("plain.status"),
+    );
+    for d in [
+        "home/node/.codex",
+        ".openhands",
+        "home/node/.gemini",
+        "data/oc",
+        "workspace",
+    ] {
+        fx.dir(d);
+    }
+    fx.file("home/node/.claude.json", "{}");
+    let r = fx.run(&["--workspace", "/workspace"]);
+    for (mp, agent) in [
+        ("/home/node/.codex", "Codex CLI"),
+        ("/.openhands", "OpenHands"),
+        ("/home/node/.claude.json", "Claude Code"),
+        ("/home/node/.gemini", "Gemini CLI"),
+        ("/data/oc", "opencode"),
+    ] {
+        let f = r.find("mount.config-directory", mp);
+        assert_eq!(f["severity"], "high", "{f}");
+        assert_eq!(f["evidence"]["agent"], agent, "{f}");
+        assert!(f["message"].as_str().unwrap().contains(agent), "{f}");
+        assert!(!r.has("mount.unexpected", mp), "{mp}: {:?}", r.pairs());
+    }
+}
+
+fn text_report(fx: &Fixture) -> String {
+    let o = Command::new(BIN)
+        .arg("--root")
+        .arg(&fx.dir)
+        .args(["--format", "text"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Capabilities only in the bounding set: the text headline says they can
+/// be gained, not that they are held (the JSON says which sets hold them).
+#[test]
+fn bounding_only_capabilities_are_not_called_held() {
+    let status = data("plain.status")
+        .replace("CapPrm:\t00000000a80425fb", "CapPrm:\t0000000000000000")
+        .replace("CapEff:\t00000000a80425fb", "CapEff:\t0000000000000000")
+        .replace("CapBnd:\t00000000a80425fb", "CapBnd:\t000001ffffffffff");
+    let fx = Fixture::container("caps-bounding", &data("plain.mountinfo"), &status);
+    let text = text_report(&fx);
+    assert!(
+        text.contains("A dangerous capability can be gained (in the bounding set: not held now)"),
+        "{text}"
+    );
+    assert!(!text.contains("A dangerous capability is held"), "{text}");
+    // A held one keeps the code's title, in an entry of its own.
+    let status = status
+        .replace("CapEff:\t0000000000000000", "CapEff:\t0000000000200000")
+        .replace("CapPrm:\t0000000000000000", "CapPrm:\t0000000000200000");
+    let fx = Fixture::container("caps-mixed", &data("plain.mountinfo"), &status);
+    let r = fx.run(&[]);
+    let admin = r.find("priv.capability", "CAP_SYS_ADMIN");
+    assert_eq!(admin["title"], "A dangerous capability is held");
+    let text = text_report(&fx);
+    assert!(text.contains("CAP_SYS_ADMIN"), "{text}");
+    assert!(text.contains("can be gained"), "{text}");
 }

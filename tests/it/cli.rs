@@ -437,3 +437,54 @@ fn invisible_and_bidi_characters_are_escaped_in_text_and_on_stderr() {
         assert!(!e.contains(c), "{:?} reached stderr: {e}", c);
     }
 }
+
+/// docs/checks.md gives the credential search's budgets as the report shows
+/// them (inventory.secrets.search.budget), whatever they are changed to.
+#[test]
+fn docs_budgets_are_the_report_s() {
+    use crate::common::fixture::{data, Fixture};
+    let fx = Fixture::container(
+        "docs-budgets",
+        &data("plain.mountinfo"),
+        &data("plain.status"),
+    );
+    let r = fx.run(&[]);
+    let b = &r.json["inventory"]["secrets"]["search"]["budget"];
+    let n = |k: &str| {
+        let v = b[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("budget {k}: {b}"))
+            .to_string();
+        // 4000000 as the docs write it: 4,000,000.
+        let mut out = String::new();
+        for (i, c) in v.chars().enumerate() {
+            if i > 0 && (v.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    };
+    let docs = include_str!("../../docs/checks.md").replace('\n', " ");
+    let docs = docs.split_whitespace().collect::<Vec<_>>().join(" ");
+    for want in [
+        format!(
+            "{} entries and depth {} per workspace or host mount",
+            n("root_entries"),
+            b["root_depth"]
+        ),
+        format!(
+            "{} and depth {} per home",
+            n("home_entries"),
+            b["home_depth"]
+        ),
+        format!("{} in all", n("total_entries")),
+        format!("opens at most {} files", n("max_checks")),
+        format!(
+            "{} of the coding agents' own directories",
+            b["max_agent_files"]
+        ),
+    ] {
+        assert!(docs.contains(&want), "docs/checks.md does not say {want:?}");
+    }
+}

@@ -23,8 +23,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::agents::{agent_home, check_agent_home, workspace_mcp, Canaries};
-use crate::common::devc;
+use crate::agents::{
+    agent_home, check_agent_home, openhands_settings, workspace_mcp, Canaries, CLAUDE_SCRIPT,
+    CLAUDE_SUDOERS,
+};
+use crate::common::devc::{self, Devc};
 use crate::common::podman::{self, run_bounded, skip_or_fail, unique, TempPath, RUN_TIMEOUT};
 use crate::common::shipped;
 use serde_json::{json, Value};
@@ -129,42 +132,116 @@ fn probe_formats(
     args: &[&str],
     formats: &[&str],
 ) -> Probed {
+    let what = format!(
+        "{} run {} {image} {probe} {}",
+        e.name,
+        flags.join(" "),
+        args.join(" ")
+    );
+    probe_each(
+        what,
+        &|argv| e.run(flags, image, argv),
+        probe,
+        args,
+        formats,
+    )
+}
+
+/// One run of `probe ARGS` per format, by `run` (a fresh container, or an
+/// exec in a started one).
+fn probe_each(
+    what: String,
+    run: &dyn Fn(&[String]) -> podman::Output,
+    probe: &str,
+    args: &[&str],
+    formats: &[&str],
+) -> Probed {
     let mut outputs = Vec::new();
     let mut json = Value::Null;
     let mut code = -1;
     for f in formats {
         let mut argv = vec![probe.to_string(), "--format".into(), f.to_string()];
         argv.extend(args.iter().map(|a| a.to_string()));
-        let o = e.run(flags, image, &argv);
+        let o = run(&argv);
         if *f == "json" {
             code = o.code.unwrap_or(-1);
             json = serde_json::from_str(&o.stdout).unwrap_or_else(|err| {
                 panic!(
-                    "{}: stdout is not JSON ({err})\nstdout:\n{}\nstderr:\n{}",
-                    e.name, o.stdout, o.stderr
+                    "{what}: stdout is not JSON ({err})\nstdout:\n{}\nstderr:\n{}",
+                    o.stdout, o.stderr
                 )
             });
         } else {
-            assert!(
-                o.stdout.len() > 100,
-                "{} {f}: no report: {}",
-                e.name,
-                o.stderr
-            );
+            assert!(o.stdout.len() > 100, "{what} {f}: no report: {}", o.stderr);
         }
         outputs.push((f.to_string(), o.stdout));
         outputs.push((format!("{f} stderr"), o.stderr));
     }
     Probed {
-        what: format!(
-            "{} run {} {image} {probe} {}",
-            e.name,
-            flags.join(" "),
-            args.join(" ")
-        ),
+        what,
         code,
         json,
         outputs,
+    }
+}
+
+/// A container started detached (`ENGINE run -d`), removed on drop: for a
+/// PID 1 of the test's choosing, and for changing it between runs.
+struct Started<'a> {
+    e: &'a Engine,
+    name: String,
+}
+
+impl Drop for Started<'_> {
+    fn drop(&mut self) {
+        let _ = self.e.cmd().args(["rm", "-f", &self.name]).output();
+    }
+}
+
+impl Engine {
+    fn start(&self, flags: &[String], image: &str, argv: &[&str]) -> Started<'_> {
+        let name = unique("agentws");
+        let started = Started {
+            e: self,
+            name: name.clone(),
+        };
+        let mut cmd = self.cmd();
+        cmd.args(["run", "-d", "--name", &name])
+            .args(flags)
+            .arg(image)
+            .args(argv);
+        let o = run_bounded(cmd, RUN_TIMEOUT, Some(&name)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            o.code,
+            Some(0),
+            "{} run -d {}: {}",
+            self.name,
+            flags.join(" "),
+            o.stderr
+        );
+        started
+    }
+}
+
+impl Started<'_> {
+    fn exec(&self, user: &str, argv: &[&str]) -> podman::Output {
+        let mut cmd = self.e.cmd();
+        cmd.args(["exec", "-u", user, &self.name]).args(argv);
+        run_bounded(cmd, RUN_TIMEOUT, None).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn probe(&self, user: &str, probe: &str, args: &[&str], formats: &[&str]) -> Probed {
+        let what = format!(
+            "{} exec -u {user} {} {probe} {}",
+            self.e.name,
+            self.name,
+            args.join(" ")
+        );
+        let run = |argv: &[String]| {
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            self.exec(user, &argv)
+        };
+        probe_each(what, &run, probe, args, formats)
     }
 }
 
@@ -185,8 +262,8 @@ fn chown_tree(p: &Path, uid: u32) {
 pub use devc::devc_tars;
 
 /// Gate for a devcontainer case: the engine and the image, or a visible SKIP.
-fn devc_setup(e: &Engine, test: &str, sudo: bool) -> Option<String> {
-    devc::setup(test, e.name, e.base, sudo)
+fn devc_setup(e: &Engine, test: &str, v: Devc) -> Option<String> {
+    devc::setup_variant(test, e.name, e.base, v)
 }
 
 /// A workspace holding the shipped binary at tools/selfprobe, as the
@@ -238,7 +315,7 @@ fn fail_with(p: &Probed, bad: &[String]) {
 }
 
 fn passwordless_sudo_case(e: &Engine, test: &str) {
-    let Some(sudo_img) = devc_setup(e, test, true) else {
+    let Some(sudo_img) = devc_setup(e, test, Devc::Sudo) else {
         return;
     };
     let p = devc_probe(e, &sudo_img, &[]);
@@ -309,7 +386,7 @@ fn passwordless_sudo_case(e: &Engine, test: &str) {
 }
 
 fn plain_image_case(e: &Engine, test: &str) {
-    let Some(img) = devc_setup(e, test, false) else {
+    let Some(img) = devc_setup(e, test, Devc::Plain) else {
         return;
     };
     let p = devc_probe(e, &img, &[]);
@@ -374,7 +451,7 @@ fn devcontainer_image_without_the_sudoers_line_is_clean_docker() {
 fn passwordless_sudo_in_a_user_namespace_ranks_lower_podman() {
     let test = "passwordless_sudo_in_a_user_namespace_ranks_lower_podman";
     let e = podman_engine();
-    let Some(img) = devc_setup(&e, test, true) else {
+    let Some(img) = devc_setup(&e, test, Devc::Sudo) else {
         return;
     };
     let p = devc_probe(
@@ -478,10 +555,10 @@ fn devcontainer_case(e: &Engine, test: &str) {
         skip_or_fail(test, "the Dev Containers CLI is missing (npm install -g @devcontainers/cli; .ci/run does it)");
         return;
     }
-    let Some(sudo_img) = devc_setup(e, test, true) else {
+    let Some(sudo_img) = devc_setup(e, test, Devc::Sudo) else {
         return;
     };
-    let Some(plain_img) = devc_setup(e, test, false) else {
+    let Some(plain_img) = devc_setup(e, test, Devc::Plain) else {
         return;
     };
     let (ok, log) = devcontainer_up(e, &sudo_img);
@@ -591,7 +668,7 @@ fn agent_credentials_in_a_mounted_home_docker() {
     let e = docker_engine();
     // Docker has no image of selfprobe's own: the devcontainer-style one,
     // with the shipped binary bind-mounted read-only.
-    let Some(img) = devc_setup(&e, test, false) else {
+    let Some(img) = devc_setup(&e, test, Devc::Plain) else {
         return;
     };
     let mount = vec![
@@ -717,4 +794,263 @@ fn a_report_without_findings_fails_the_checks() {
         ..p
     };
     assert!(!ok.has_code("priv.passwordless-root"));
+}
+
+// ---------------------------------------------------------------------------
+// The agent platforms' own workspaces, from their public files.
+
+fn control(p: &Probed, key: &str) -> Value {
+    p.json["scorecard"]["controls"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["control"] == key))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+fn decided_by(p: &Probed, key: &str, f: &Value) -> bool {
+    control(p, key)["decisive"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|id| *id == f["id"]))
+}
+
+/// Claude Code's reference devcontainer (anthropics/claude-code
+/// .devcontainer/Dockerfile and devcontainer.json at commit
+/// 5cfc0a1905ce0c0a9bd81d8a90fe6b62ff614357; tests/devc/build.sh lays the
+/// image out): user node, `node ALL=(root) NOPASSWD:
+/// /usr/local/bin/init-firewall.sh`, the runArgs `--cap-add=NET_ADMIN
+/// --cap-add=NET_RAW` and CLAUDE_CONFIG_DIR. The rule is read live by
+/// `sudo -n -l` (the sudoers file is 0440 root's). Then the same container
+/// with the script node's: a way to root, and sudo really runs what node
+/// wrote as uid 0.
+fn claude_code_devcontainer_case(e: &Engine, test: &str) {
+    let Some(img) = devc_setup(e, test, Devc::Claude) else {
+        return;
+    };
+    let ws = workspace_with_probe();
+    let flags: Vec<String> = [
+        "--network",
+        "none",
+        "--cap-add=NET_ADMIN",
+        "--cap-add=NET_RAW",
+        "-e",
+        "CLAUDE_CONFIG_DIR=/home/node/.claude",
+        "-v",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([format!("{}:/workspace:ro", ws.arg())])
+    .collect();
+    let c = e.start(&flags, &img, &["sleep", "600"]);
+    let probe = "/workspace/tools/selfprobe";
+    let args = ["--workspace", "/workspace"];
+    let p = c.probe("1000:1000", probe, &args, &["json"]);
+    let mut bad = Vec::new();
+    if p.find("priv.passwordless-root", "sudo").is_some() {
+        bad.push("the root-owned init-firewall.sh rule is called a path to root".into());
+    }
+    match p.find("priv.sudo-limited", "sudo") {
+        Some(f) => {
+            for (ptr, want) in [
+                ("/severity", json!("info")),
+                ("/evidence/sudo_listing", json!("listed")),
+                ("/evidence/sources", json!(["sudo -n -l"])),
+                ("/evidence/rules/0/commands", json!([CLAUDE_SCRIPT])),
+                ("/evidence/rules/0/judged/0/verdict", json!("limited")),
+                ("/evidence/user", json!("node")),
+            ] {
+                if f.pointer(ptr) != Some(&want) {
+                    bad.push(format!("{ptr} is {:?} (want {want})", f.pointer(ptr)));
+                }
+            }
+            let msg = f["message"].as_str().unwrap_or("");
+            if !msg.contains("(owner uid 0, mode 0755) is not writable by node (uid 1000)") {
+                bad.push(format!("the message does not say why: {msg}"));
+            }
+            if decided_by(&p, "engine-socket", f) {
+                bad.push("the limited rule decides the engine-socket score".into());
+            }
+        }
+        None => bad.push(format!(
+            "no priv.sudo-limited for {CLAUDE_SUDOERS:?}: {}",
+            p.json["inventory"]["rootpaths"]["sudo"]
+        )),
+    }
+    fail_with(&p, &bad);
+
+    // The script node's own: a way to root.
+    let o = c.exec("0", &["chown", "1000:1000", CLAUDE_SCRIPT]);
+    assert_eq!(o.code, Some(0), "chown: {}", o.stderr);
+    let p = c.probe("1000:1000", probe, &args, &["json"]);
+    let mut bad = Vec::new();
+    match p.find("priv.passwordless-root", "sudo") {
+        Some(f) => {
+            if f["severity"] != "high" {
+                bad.push(format!("severity {} (want high)", f["severity"]));
+            }
+            let msg = f["message"].as_str().unwrap_or("");
+            if !msg.contains("(owner uid 1000, mode 0755) is writable by node (uid 1000)") {
+                bad.push(format!("the message does not say why: {msg}"));
+            }
+            if control(&p, "engine-socket")["score"] != 0 || !decided_by(&p, "engine-socket", f) {
+                bad.push(format!(
+                    "engine-socket is not 0 on it: {}",
+                    control(&p, "engine-socket")
+                ));
+            }
+        }
+        None => bad.push("a script node owns, run by sudo as root, is not a path to root".into()),
+    }
+    if p.has_code("priv.sudo-limited") {
+        bad.push("priv.sudo-limited beside the path to root".into());
+    }
+    fail_with(&p, &bad);
+    // And it is one: sudo -n runs what node wrote, as uid 0.
+    let o = c.exec(
+        "1000:1000",
+        &[
+            "sh",
+            "-c",
+            &format!("printf '#!/bin/sh\\nid -u\\n' > {CLAUDE_SCRIPT} && sudo -n {CLAUDE_SCRIPT}"),
+        ],
+    );
+    assert_eq!(
+        (o.code, o.stdout.trim()),
+        (Some(0), "0"),
+        "sudo -n did not run node's script as root: {}",
+        o.stderr
+    );
+}
+
+#[test]
+fn claude_code_devcontainer_sudo_rule_docker() {
+    claude_code_devcontainer_case(
+        &docker_engine(),
+        "claude_code_devcontainer_sudo_rule_docker",
+    );
+}
+
+#[test]
+fn claude_code_devcontainer_sudo_rule_podman() {
+    claude_code_devcontainer_case(
+        &podman_engine(),
+        "claude_code_devcontainer_sudo_rule_podman",
+    );
+}
+
+/// The agents' own files, from their documented runs, in one container:
+/// OpenHands' settings file with a literal key in ~/.openhands bound at
+/// /.openhands (the documented `docker run ... -v ~/.openhands:/.openhands`,
+/// All-Hands-AI/OpenHands docker-compose.yml at 156d0686), a host's ~/.codex
+/// bound in (OpenClaw's documented OPENCLAW_EXTRA_MOUNTS
+/// "$HOME/.codex:/home/node/.codex:ro"), and PID 1 started as aider's
+/// documented `docker run ... paulgauthier/aider --openai-api-key
+/// $OPENAI_API_KEY` (Aider-AI/aider aider/website/docs/install/docker.md
+/// at 22a494bb; a stand-in `aider` script keeps the argument list). Every
+/// format and stderr is searched for every planted value.
+fn agent_workspace_case(e: &Engine, test: &str) {
+    let Some(img) = devc_setup(e, test, Devc::Plain) else {
+        return;
+    };
+    let mut c = Canaries::default();
+    let oh = TempPath::dir("openhands").unwrap();
+    std::fs::write(oh.path.join("settings.json"), openhands_settings(&mut c)).unwrap();
+    chown_tree(&oh.path, 1000);
+    let codex = TempPath::dir("codexhome").unwrap();
+    std::fs::write(codex.path.join("config.toml"), "model = \"o3\"\n").unwrap();
+    std::fs::write(
+        codex.path.join("auth.json"),
+        json!({"OPENAI_API_KEY": format!("sk-proj-{}", c.add("codex api key", 64)), "tokens": null})
+            .to_string(),
+    )
+    .unwrap();
+    chown_tree(&codex.path, 1000);
+    let ws = workspace_with_probe();
+    let aider = ws.path.join("tools/aider");
+    std::fs::write(&aider, "#!/bin/sh\nwhile :; do sleep 1; done\n").unwrap();
+    std::fs::set_permissions(&aider, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let key = format!("sk-proj-{}", c.add("pid 1 key", 64));
+    let flags: Vec<String> = vec![
+        "--network".into(),
+        "none".into(),
+        "--user".into(),
+        "1000:1000".into(),
+        "-v".into(),
+        format!("{}:/.openhands", oh.arg()),
+        "-v".into(),
+        format!("{}:/home/vscode/.codex:ro", codex.arg()),
+        "-v".into(),
+        format!("{}:/workspace:ro", ws.arg()),
+    ];
+    let ctr = e.start(
+        &flags,
+        &img,
+        &["/workspace/tools/aider", "--openai-api-key", &key],
+    );
+    let p = ctr.probe(
+        "1000:1000",
+        "/workspace/tools/selfprobe",
+        &["--workspace", "/workspace"],
+        &["json", "text", "sarif", "junit"],
+    );
+    let mut bad = Vec::new();
+    for (mp, agent) in [
+        ("/.openhands", "OpenHands"),
+        ("/home/vscode/.codex", "Codex CLI"),
+    ] {
+        match p.find("mount.config-directory", mp) {
+            Some(f) if f["evidence"]["agent"] == agent && f["severity"] == "high" => {}
+            other => bad.push(format!("mount.config-directory {mp}: {other:?}")),
+        }
+        if p.find("mount.unexpected", mp).is_some() {
+            bad.push(format!("{mp} is also mount.unexpected"));
+        }
+    }
+    match p.find("secret.file", "/.openhands/settings.json") {
+        Some(f)
+            if f["severity"] == "high"
+                && f["evidence"]["kind"] == "agent-config-secret"
+                && f["evidence"]["agent"] == "OpenHands"
+                && f["evidence"]["entries"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|x| x == "llm_api_key")) => {}
+        other => bad.push(format!("OpenHands' settings.json: {other:?}")),
+    }
+    match p.find("secret.file", "/home/vscode/.codex/auth.json") {
+        Some(f) if f["evidence"]["kind"] == "codex-auth" => {}
+        other => bad.push(format!("the bound ~/.codex/auth.json: {other:?}")),
+    }
+    match p.find("secret.process-cmdline", "pid 1") {
+        Some(f)
+            if f["severity"] == "high"
+                && f["evidence"]["arguments"][0]["option"] == "--openai-api-key"
+                && f["evidence"]["arguments"][0]["index"] == 3 => {}
+        other => bad.push(format!("PID 1's --openai-api-key: {other:?}")),
+    }
+    if control(&p, "secret-boundary")["score"] != 0 {
+        bad.push(format!(
+            "secret-boundary {}",
+            control(&p, "secret-boundary")
+        ));
+    }
+    if p.code != 1 {
+        bad.push(format!("exit {} (want 1)", p.code));
+    }
+    fail_with(&p, &bad);
+    c.assert_absent(&p.outputs);
+}
+
+#[test]
+fn agent_platform_files_in_a_workspace_docker() {
+    agent_workspace_case(
+        &docker_engine(),
+        "agent_platform_files_in_a_workspace_docker",
+    );
+}
+
+#[test]
+fn agent_platform_files_in_a_workspace_podman() {
+    agent_workspace_case(
+        &podman_engine(),
+        "agent_platform_files_in_a_workspace_podman",
+    );
 }

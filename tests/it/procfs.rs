@@ -49,6 +49,8 @@ exec "$0" --format json --fail-on none --timeout 20s"#;
     }
     let env = has("secret.process-env", "/proc").expect("other environments are unknown");
     assert_eq!(env["status"], "unknown");
+    let cmd = has("secret.process-cmdline", "/proc").expect("other command lines are unknown");
+    assert_eq!(cmd["status"], "unknown");
     for code in [
         "priv.capability",
         "priv.privileged",

@@ -72,6 +72,11 @@ pub const MAX_CHECKS: usize = 5_000;
 /// a tree of a million .env files cannot grow the list without end; those
 /// beyond it make the checks incomplete.
 pub const MAX_CANDIDATES: usize = 4 * MAX_CHECKS;
+/// Files of the agents' own directories (probes/agents.toml) kept for the
+/// key-format check in one run, each read up to rules::AGENT_FILE_READ:
+/// a directory of thousands of session files cannot crowd the other
+/// credentials out. Those beyond it make the checks incomplete.
+pub const MAX_AGENT_FILES: usize = 256;
 /// Paths kept as examples in the facts (denied, special files).
 const MAX_EXAMPLES: usize = 20;
 const MAX_LISTING: usize = 2_000;
@@ -181,6 +186,10 @@ pub struct BudgetFacts {
     pub max_queued: usize,
     pub max_checks: usize,
     pub max_candidates: usize,
+    /// Files of the agents' own directories checked for key formats, and
+    /// the bytes read of each.
+    pub max_agent_files: usize,
+    pub agent_file_bytes: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -224,6 +233,8 @@ pub struct Search<'a> {
     deadline: Instant,
     cand_paths: HashSet<PathBuf>,
     cands: Vec<Candidate>,
+    /// Candidates of the agent-directory rules (rules::agent_rules()).
+    agent_cands: usize,
     /// Sockets with an agent's name found by the walk, with where.
     pub sockets: Vec<(PathBuf, String, Option<Protocol>)>,
     pub facts: SearchFacts,
@@ -257,6 +268,7 @@ impl<'a> Search<'a> {
             deadline,
             cand_paths: HashSet::new(),
             cands: Vec::new(),
+            agent_cands: 0,
             sockets: Vec::new(),
             facts: SearchFacts {
                 budget: BudgetFacts {
@@ -269,6 +281,8 @@ impl<'a> Search<'a> {
                     max_queued: MAX_QUEUED,
                     max_checks: MAX_CHECKS,
                     max_candidates: MAX_CANDIDATES,
+                    max_agent_files: MAX_AGENT_FILES,
+                    agent_file_bytes: super::rules::AGENT_FILE_READ,
                 },
                 ..SearchFacts::default()
             },
@@ -354,13 +368,16 @@ impl<'a> Search<'a> {
         scope: &Path,
         tree: Option<usize>,
     ) {
-        if self.cands.len() >= MAX_CANDIDATES {
+        let agent_file = matches!(what, What::File(i) if super::rules::agent_rules().contains(&i));
+        if self.cands.len() >= MAX_CANDIDATES || (agent_file && self.agent_cands >= MAX_AGENT_FILES)
+        {
             if !self.cand_paths.contains(&path) {
                 self.facts.candidates_dropped += 1;
             }
             return;
         }
         if self.cand_paths.insert(path.clone()) {
+            self.agent_cands += usize::from(agent_file);
             self.cands.push(Candidate {
                 path,
                 what,
@@ -1150,7 +1167,8 @@ pub fn confirm(rule: &FileRule, head: &[u8], size: u64, path: &str) -> Details {
             Err(_) => d.ok = text.contains("\"auth\"") || text.contains("\"identitytoken\""),
         },
         Check::JsonFields => json_fields(rule, &text, path, &mut d),
-        Check::SecretKeys => {
+        // Key names only: where the key format was found, never the key.
+        Check::SecretKeys | Check::KeyFormats => {
             for k in structured::scan_keys(&text, &rule.keys).keys {
                 d.ok = true;
                 add_entry(&mut d.entries, &k);

@@ -669,6 +669,7 @@ fn rfc3339_secs(t: i64) -> Option<String> {
 pub fn evaluate(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Finding> {
     let mut out = env_findings(f);
     out.extend(process_findings(f));
+    out.extend(cmdline_findings(f));
     // Keys in a package tree are its packages' fixtures: one finding per tree.
     out.extend(packages::evaluate(&f.search.package_trees));
     out.extend(file_findings(f, now));
@@ -728,6 +729,41 @@ fn process_findings(f: &SecretFacts) -> Vec<Finding> {
             .with("comm", p.comm.clone())
             .with("uid", json(&p.uid))
             .with("variables", json(&p.variables)),
+        );
+    }
+    out
+}
+
+/// secret.process-cmdline: other processes' command lines with secrets.
+fn cmdline_findings(f: &SecretFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for p in &f.processes.cmdline_hits {
+        let args: Vec<String> = p
+            .arguments
+            .iter()
+            .map(|a| match &a.option {
+                Some(o) => format!("argument {} ({o}: {}, {})", a.index, a.kind, a.rule),
+                None => format!("argument {} ({}, {})", a.index, a.kind, a.rule),
+            })
+            .collect();
+        out.push(
+            Finding::new(
+                "secret.process-cmdline",
+                format!("pid {}", p.pid),
+                format!(
+                    "process {} ({}, uid {}) has {} secret-looking command-line argument(s): {}; every process of this PID namespace can read /proc/{}/cmdline; the values are not shown",
+                    p.pid,
+                    p.comm,
+                    p.uid.map_or("?".into(), |u| u.to_string()),
+                    args.len(),
+                    args.join("; "),
+                    p.pid
+                ),
+            )
+            .with("pid", p.pid)
+            .with("comm", p.comm.clone())
+            .with("uid", json(&p.uid))
+            .with("arguments", json(&p.arguments)),
         );
     }
     out

@@ -143,6 +143,10 @@ pub enum Check {
     /// depth) set to a value that is not a placeholder, or any value that a
     /// value rule of env-secrets.toml recognises.
     SecretKeys,
+    /// Any value a value rule of env-secrets.toml recognises (the known
+    /// key formats), wherever it stands in the text: the files of the
+    /// agents' own directories (probes/agents.toml).
+    KeyFormats,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -308,6 +312,7 @@ crate::embedded_enum!(Check {
     "git-config" => GitConfig,
     "json-fields" => JsonFields,
     "secret-keys" => SecretKeys,
+    "key-formats" => KeyFormats,
 });
 crate::embedded_enum!(Entries {
     "ini-sections" => IniSections,
@@ -349,9 +354,83 @@ pub fn env_secrets() -> &'static EnvSecrets {
     C.get_or_init(|| parse("env-secrets.toml", ENV_SECRETS_TOML))
 }
 
+/// Bytes read of a file in an agent's own directory: its settings are
+/// small, and a long history is judged by its head.
+pub const AGENT_FILE_READ: u64 = 256 * 1024;
+/// The kind of a secret.file found by the known key formats in an agent's
+/// own directory or file.
+pub const AGENT_CONFIG_KIND: &str = "agent-config-secret";
+
+/// probes/credentials.toml, then one key-formats rule for the files
+/// directly in each agent directory of probes/agents.toml and for each
+/// agent file without a rule of its own (agent_rules() says which): the
+/// rules above them win, so a file with its own rule is judged by it.
 pub fn credentials() -> &'static Credentials {
     static C: OnceLock<Credentials> = OnceLock::new();
-    C.get_or_init(|| parse("credentials.toml", CREDENTIALS_TOML))
+    C.get_or_init(|| {
+        let mut c: Credentials = parse("credentials.toml", CREDENTIALS_TOML);
+        let generated = agent_file_rules(&c);
+        c.file.extend(generated);
+        c
+    })
+}
+
+/// The indexes of credentials().file that agent_file_rules() added.
+pub fn agent_rules() -> std::ops::Range<usize> {
+    let c = credentials();
+    let n = c
+        .file
+        .iter()
+        .rposition(|f| f.check != Check::KeyFormats)
+        .map_or(0, |i| i + 1);
+    n..c.file.len()
+}
+
+fn agent_file_rules(c: &Credentials) -> Vec<FileRule> {
+    let rule = |path: String, exclude: Vec<String>, a: &crate::catalog::Agent| FileRule {
+        path,
+        kind: AGENT_CONFIG_KIND.into(),
+        check: Check::KeyFormats,
+        any: Vec::new(),
+        entries: None,
+        exclude,
+        name_only: false,
+        max_read: Some(AGENT_FILE_READ),
+        fields: Vec::new(),
+        keys: Vec::new(),
+        jwt: None,
+        expires: None,
+        expires_unit: None,
+        refresh: None,
+        agent: Some(a.name.clone()),
+        source: Some(a.source.clone()),
+    };
+    let mut out = Vec::new();
+    for a in crate::catalog::agents() {
+        for d in &a.dirs {
+            // An MCP configuration in this directory is the MCP reader's.
+            let mut exclude: Vec<String> = Vec::new();
+            for rest in c
+                .mcp
+                .iter()
+                .filter_map(|m| m.path.strip_prefix(d.as_str())?.strip_prefix('/'))
+                .filter(|rest| !rest.contains('/'))
+            {
+                if !exclude.iter().any(|e| e == rest) {
+                    exclude.push(rest.to_string());
+                }
+            }
+            out.push(rule(format!("{d}/*"), exclude, a));
+        }
+        for f in a
+            .files
+            .iter()
+            .filter(|f| !c.file.iter().any(|r| &r.path == *f))
+        {
+            out.push(rule(f.clone(), Vec::new(), a));
+        }
+    }
+    out
 }
 
 /// What one rule found: the kind of secret and how it was recognised. The
@@ -717,6 +796,19 @@ mod tests {
                 "{want} missing"
             );
         }
+        // The agents' directories: one key-formats rule each, after every
+        // rule of the file, never shadowing an MCP configuration.
+        let toml: Credentials = parse("credentials.toml", CREDENTIALS_TOML);
+        assert!(toml.file.iter().all(|f| f.check != Check::KeyFormats));
+        assert_eq!(agent_rules().start, toml.file.len());
+        let gen = &c.file[agent_rules()];
+        assert!(gen.iter().any(|f| f.path == ".openhands/*"));
+        let cursor = gen.iter().find(|f| f.path == ".cursor/*").unwrap();
+        assert_eq!(cursor.exclude, vec!["mcp.json"]);
+        assert!(
+            !gen.iter().any(|f| f.path == ".claude.json"),
+            "it has a rule of its own"
+        );
         for m in &c.mcp {
             assert!(!m.path.starts_with('/'), "{}: relative", m.path);
             assert!(!m.servers.is_empty() && m.source.len() > 20, "{}", m.path);

@@ -1,6 +1,7 @@
 //! The devcontainer-style image (tests/devc/build.sh): Debian bookworm by
 //! debootstrap (minbase, with sudo), user vscode, with and without
-//! NOPASSWD sudo; the root tarballs cached under
+//! NOPASSWD sudo, and laid out as Claude Code's reference devcontainer
+//! (user node and its init-firewall.sh rule); the root tarballs cached under
 //! /var/tmp/selfprobe-test-cache and imported into an engine once, by tag.
 //! A real Debian root: `/var/run` is a symlink to `/run`, as in every
 //! Debian and Ubuntu image. Used by the agents suite and by inspect's
@@ -32,10 +33,31 @@ fn recipe() -> Result<String, String> {
         .ok_or_else(|| format!("{}: no RECIPE= line", script.display()))
 }
 
-fn tag(sudo: bool) -> Result<String, String> {
+/// The three root tarballs of tests/devc/build.sh.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Devc {
+    /// User vscode, no sudo rule.
+    Plain,
+    /// `vscode ALL=(root) NOPASSWD:ALL`.
+    Sudo,
+    /// Claude Code's reference devcontainer: user node and its one sudo rule.
+    Claude,
+}
+
+impl Devc {
+    fn name(self) -> &'static str {
+        match self {
+            Devc::Plain => "plain",
+            Devc::Sudo => "sudo",
+            Devc::Claude => "claude",
+        }
+    }
+}
+
+fn tag(v: Devc) -> Result<String, String> {
     Ok(format!(
         "localhost/selfprobe-devc:bookworm-{}-{}",
-        if sudo { "sudo" } else { "plain" },
+        v.name(),
         recipe()?
     ))
 }
@@ -59,10 +81,10 @@ fn sh(cmd: &mut Command, what: &str, limit: Duration) -> Result<String, String> 
     Ok(out.stdout)
 }
 
-/// The two root tarballs (plain, sudo), from tests/devc/build.sh: made
-/// once from Debian's mirror and then found in its cache.
-pub fn devc_tars() -> Result<(PathBuf, PathBuf), String> {
-    static TARS: OnceLock<Result<(PathBuf, PathBuf), String>> = OnceLock::new();
+/// The three root tarballs (plain, sudo, claude), from tests/devc/build.sh:
+/// made once from Debian's mirror and then found in its cache.
+fn tars() -> Result<[PathBuf; 3], String> {
+    static TARS: OnceLock<Result<[PathBuf; 3], String>> = OnceLock::new();
     TARS.get_or_init(|| {
         let mut cmd = Command::new("bash");
         cmd.arg(build_script());
@@ -71,11 +93,11 @@ pub fn devc_tars() -> Result<(PathBuf, PathBuf), String> {
             "the devcontainer tarballs",
             Duration::from_secs(1200),
         )?;
-        let mut lines = out.lines().map(PathBuf::from);
-        match (lines.next(), lines.next()) {
-            (Some(plain), Some(sudo)) if plain.is_file() && sudo.is_file() => Ok((plain, sudo)),
+        let tars: Vec<PathBuf> = out.lines().map(PathBuf::from).collect();
+        match <[PathBuf; 3]>::try_from(tars) {
+            Ok(t) if t.iter().all(|p| p.is_file()) => Ok(t),
             _ => Err(format!(
-                "{} printed {out:?}: expected the plain and the sudo tarball's paths",
+                "{} printed {out:?}: expected the plain, the sudo and the claude tarball's paths",
                 build_script().display()
             )),
         }
@@ -83,12 +105,18 @@ pub fn devc_tars() -> Result<(PathBuf, PathBuf), String> {
     .clone()
 }
 
+/// The plain and the sudo root tarballs.
+pub fn devc_tars() -> Result<(PathBuf, PathBuf), String> {
+    let [plain, sudo, _] = tars()?;
+    Ok((plain, sudo))
+}
+
 /// The image's tag in this engine, imported from the cached tarball when
 /// the engine does not have it yet.
-fn devc_image(name: &str, base: fn() -> Command, sudo: bool) -> Result<String, String> {
+fn devc_image(name: &str, base: fn() -> Command, v: Devc) -> Result<String, String> {
     static LOCK: Mutex<()> = Mutex::new(());
     let _one = LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let t = tag(sudo)?;
+    let t = tag(v)?;
     let exists = base()
         .args(["image", "inspect", &t])
         .stdout(Stdio::null())
@@ -98,8 +126,12 @@ fn devc_image(name: &str, base: fn() -> Command, sudo: bool) -> Result<String, S
     if exists {
         return Ok(t);
     }
-    let (plain, with_sudo) = devc_tars()?;
-    let tar = if sudo { with_sudo } else { plain };
+    let [plain, with_sudo, claude] = tars()?;
+    let tar = match v {
+        Devc::Plain => plain,
+        Devc::Sudo => with_sudo,
+        Devc::Claude => claude,
+    };
     sh(
         base().arg("import").arg(&tar).arg(&t),
         &format!("{name} import"),
@@ -112,10 +144,16 @@ fn devc_image(name: &str, base: fn() -> Command, sudo: bool) -> Result<String, S
 /// start from `base()`) and the image's tag in it, or a visible SKIP (a
 /// failure under CI=true).
 pub fn setup(test: &str, name: &str, base: fn() -> Command, sudo: bool) -> Option<String> {
+    let v = if sudo { Devc::Sudo } else { Devc::Plain };
+    setup_variant(test, name, base, v)
+}
+
+/// `setup` for any of the three images.
+pub fn setup_variant(test: &str, name: &str, base: fn() -> Command, v: Devc) -> Option<String> {
     if !podman::rootful_engine_answers(test, name, base()) {
         return None;
     }
-    match devc_image(name, base, sudo) {
+    match devc_image(name, base, v) {
         Ok(t) => Some(t),
         Err(why) if why.contains("debootstrap is missing") => {
             skip_or_fail(test, &why);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark (issue 21): `selfprobe inspect` over N running Docker containers
+# Benchmark (issue 21): `selfprobe-host inspect` over N running Docker containers
 # on this machine, against the engine's own exec cost.
 #   bench/inspect.sh [N] [PARALLEL...]
 # N (default 20) containers of the FROM-scratch busybox test image run
@@ -8,7 +8,7 @@
 #   - a bare `docker exec CTR true`: per call sequentially, and the wall
 #     time of one over every container 4 at a time (xargs -P4);
 #   - the probe's own run time, read from the reports (run.duration_ms);
-#   - `selfprobe inspect` of all N at each PARALLEL (default 1 and 4):
+#   - `selfprobe-host inspect` of all N at each PARALLEL (default 1 and 4):
 #     total wall, wall per container, and each step's median per container
 #     (placement = cp + exec --version, run = the probing exec);
 #   - the stripped release binary's size.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Benchmark (issue 28, point 10): the peak memory of `selfprobe summary`
-# and `selfprobe diff` against the size of the report they read, up to the
+# Benchmark (issue 28, point 10): the peak memory of `selfprobe-host summary`
+# and `selfprobe-host diff` against the size of the report they read, up to the
 # 16 MiB a report may be (docs/fleet.md, "Limits") and one past it.
 #   bench/report-size.sh [SIZES_MIB...]     default: 1 4 8 16 17
 # A real signed run of an empty tree is padded to each size with copies of

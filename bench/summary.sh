@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Benchmark (issue 22): `selfprobe summary` of 1,000 signed envelopes with
-# verification (signature, nonce, binary), and `selfprobe diff` of two
+# Benchmark (issue 22): `selfprobe-host summary` of 1,000 signed envelopes with
+# verification (signature, nonce, binary), and `selfprobe-host diff` of two
 # reports of the 1M-entry workspace. Goal: the 1,000 in under 1 s.
 #   bench/summary.sh [RUNS]          RUNS per case (default 10)
 #   BENCH_WS=DIR: where the 1M workspace is made and kept (default

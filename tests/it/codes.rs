@@ -193,7 +193,7 @@ fn every_code_the_source_names_is_in_the_catalog() {
     let mut unknown = Vec::new();
     let mut named = 0;
     for (path, text) in &files {
-        // src/compare names `selfprobe diff`'s fact keys (boundary.kind,
+        // src/compare names `selfprobe-host diff`'s fact keys (boundary.kind,
         // storage.mount.…), a namespace of their own that shares some
         // families' first words with the codes; it makes no finding.
         if path.contains("/src/compare/") {

@@ -1,4 +1,4 @@
-//! `selfprobe teardown DIR` against Docker (issue 21): a container with an
+//! `selfprobe-host teardown DIR` against Docker (issue 21): a container with an
 //! anonymous and a named volume is inspected (the probe plants its canaries
 //! in both), then removed. `rm -f` without -v leaves the anonymous volume
 //! and the named one, unowned, with the canary in it: exit 1. `rm -f -v`
@@ -17,7 +17,7 @@ use crate::common::shipped;
 
 fn inspect_one(dir: &std::path::Path, key: &std::path::Path, name: &str) -> Value {
     let out = dir.join(unique("out"));
-    let mut cmd = Command::new(shipped::bin());
+    let mut cmd = Command::new(shipped::host_bin());
     cmd.args([
         "inspect",
         "--engine",
@@ -49,7 +49,7 @@ fn inspect_one(dir: &std::path::Path, key: &std::path::Path, name: &str) -> Valu
 }
 
 fn teardown(dir: &str, args: &[&str]) -> (i32, Value, String) {
-    let mut cmd = Command::new(shipped::bin());
+    let mut cmd = Command::new(shipped::host_bin());
     cmd.arg("teardown")
         .args(args)
         .arg(dir)
@@ -300,7 +300,7 @@ fn summary_reads_the_inspection_directories(tmp: &std::path::Path, dirs: &[(&str
         format!("{:x}", Sha256::digest(&b))
     };
     let summary = |extra: &[&str]| {
-        let mut cmd = Command::new(shipped::bin());
+        let mut cmd = Command::new(shipped::host_bin());
         cmd.args(["summary", "--format", "json", "--nonces"])
             .arg(&nf)
             .args(["--pubkey", &format!("{}/signing.pub", dirs[0].0)])

@@ -163,7 +163,7 @@ fn components(p: &str) -> impl DoubleEndedIterator<Item = String> + '_ {
 pub fn resolve_all(root: Root, paths: Vec<String>, deadline: Instant) -> BTreeMap<String, String> {
     let root = Arc::new(root);
     let answers =
-        crate::util::workers::map_until("selfprobe-resolve", paths.clone(), 2, deadline, {
+        selfprobe::util::workers::map_until("selfprobe-resolve", paths.clone(), 2, deadline, {
             let root = root.clone();
             move |p: &String| root.resolve(p).ok()
         });

@@ -163,7 +163,7 @@ pub fn candidates(
         .iter()
         .filter(|m| m.kind == MountKind::Tmpfs)
         .collect();
-    crate::util::sort::sort_by_key(&mut tmpfs, |m| {
+    selfprobe::util::sort::sort_by_key(&mut tmpfs, |m| {
         (m.destination != "/tmp", m.destination != "/var/tmp")
     });
     let volumes = rec.mounts.iter().filter(|m| m.kind == MountKind::Volume);

@@ -1,4 +1,4 @@
-//! The facts `selfprobe diff` compares, taken from a JSON report as
+//! The facts `selfprobe-host diff` compares, taken from a JSON report as
 //! `serde_json::Value`: a report of an older version still compares, and a
 //! field it lacks is `unknown`, never `same`. Each fact has a stable key
 //! (docs/parity.md lists them, and a test holds that list to [`KEYS`]) and
@@ -736,7 +736,7 @@ fn orchestration(b: &mut Builder) {
                 .unwrap_or(63);
             match (eff, cap_scope(bdv)) {
                 (Some(mask), Ok(scope)) => {
-                    for name in crate::catalog::capability_names(mask, last as u32) {
+                    for name in selfprobe::catalog::capability_names(mask, last as u32) {
                         b.val(format!("capabilities.{name}"), scope);
                     }
                 }
@@ -745,7 +745,7 @@ fn orchestration(b: &mut Builder) {
                     "the effective capability set is not recorded",
                 ),
                 (Some(mask), Err(why)) => {
-                    for name in crate::catalog::capability_names(mask, last as u32) {
+                    for name in selfprobe::catalog::capability_names(mask, last as u32) {
                         b.unknown(format!("capabilities.{name}"), why.clone());
                     }
                 }
@@ -868,7 +868,7 @@ fn namespaces(b: &mut Builder) {
         .flatten()
         .filter_map(Value::as_str)
         .collect();
-    for (name, init) in crate::facts::boundary::INIT_INODES {
+    for (name, init) in selfprobe::facts::boundary::INIT_INODES {
         let ino = ns
             .pointer(&format!("/inodes/{name}"))
             .and_then(Value::as_u64);

@@ -19,14 +19,14 @@ use serde_json::Value;
 
 use super::render::short;
 use super::summary::{Fleet, Workspace};
-use crate::finding::{code_info, Severity};
-use crate::scorecard::CONTROLS;
+use selfprobe::finding::{code_info, Severity};
+use selfprobe::scorecard::CONTROLS;
 
 /// Text for HTML: hazards shown as `\u{..}` first (the one sanitiser),
 /// then the markup characters escaped as for XML (`&apos;` is HTML5 too).
 /// Safe in element content and in quoted attributes.
 pub fn esc(s: &str) -> String {
-    crate::report::junit::xml_text(s)
+    selfprobe::report::junit::xml_text(s)
 }
 
 const STYLE: &str = r#"
@@ -156,7 +156,7 @@ fn findings_html(w: &Workspace, out: &mut String) {
             .filter_map(|f| t(f, "severity").parse::<Severity>().ok())
             .max()
     };
-    crate::util::sort::sort_by(&mut codes, |a, b| {
+    selfprobe::util::sort::sort_by(&mut codes, |a, b| {
         sev_of(&b.1).cmp(&sev_of(&a.1)).then(a.0.cmp(b.0))
     });
     for (code, fs) in codes {
@@ -307,12 +307,13 @@ fn row(w: &Workspace, out: &mut String) {
 
 pub fn render(f: &Fleet) -> String {
     let mut ws: Vec<&Workspace> = f.workspaces.iter().collect();
-    crate::util::sort::sort_by(&mut ws, |a, b| {
+    selfprobe::util::sort::sort_by(&mut ws, |a, b| {
         badness(b).cmp(&badness(a)).then(a.name.cmp(&b.name))
     });
     let n = ws.len();
     let verified = f.verified();
-    let hash = crate::util::codec::b64_encode(&crate::util::digest::sha256(SCRIPT.as_bytes()));
+    let hash =
+        selfprobe::util::codec::b64_encode(&selfprobe::util::digest::sha256(SCRIPT.as_bytes()));
     let mut out = String::with_capacity(16_384 + n * 4096);
     let _ = write!(
         out,
@@ -398,10 +399,11 @@ mod tests {
             workspaces: Vec::new(),
             errors: Vec::new(),
             notes: Vec::new(),
-            exit: crate::model::Exit::Clean,
+            exit: selfprobe::model::Exit::Clean,
         };
         let page = render(&f);
-        let hash = crate::util::codec::b64_encode(&crate::util::digest::sha256(SCRIPT.as_bytes()));
+        let hash =
+            selfprobe::util::codec::b64_encode(&selfprobe::util::digest::sha256(SCRIPT.as_bytes()));
         assert!(page.contains(&format!("script-src 'sha256-{hash}'")));
         assert_eq!(page.matches("<script>").count(), 1);
         assert!(

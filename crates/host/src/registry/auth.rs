@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use zeroize::Zeroizing;
 
-use crate::host::{read_regular, Environ};
-use crate::util::codec;
+use selfprobe::host::{read_regular, Environ};
+use selfprobe::util::codec;
 
 /// An auth file is a few entries; a larger one is not read.
 const MAX_AUTH_FILE: u64 = 1 << 20;
@@ -195,7 +195,7 @@ pub fn lookup(files: &[PathBuf], registry: &str, repository: &str) -> Lookup {
         match (helper, store) {
             (Some(h), _) | (None, Some(h)) => out.searched.push(format!(
                 "{shown}: no auths entry for {registry}; it names the credential helper docker-credential-{}, and selfprobe runs no helper programs (add an auths entry, or log in with podman login, which writes one)",
-                crate::util::sanitize::short(h, 40)
+                selfprobe::util::sanitize::short(h, 40)
             )),
             (None, None) => out.searched.push(format!("{shown}: no entry for {registry}")),
         }

@@ -11,8 +11,8 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::summary::{Fleet, Workspace};
-use crate::report::junit::xml_text;
-use crate::scorecard::CONTROLS;
+use selfprobe::report::junit::xml_text;
+use selfprobe::scorecard::CONTROLS;
 
 fn describe(f: &Value) -> String {
     let t = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("");

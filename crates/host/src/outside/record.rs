@@ -563,7 +563,7 @@ pub fn anonymous_name(name: &str) -> bool {
 #[cfg(test)]
 pub fn fixture(name: &str) -> Record {
     let path = format!(
-        "{}/tests/data/engine-records/{name}.json",
+        "{}/../../tests/data/engine-records/{name}.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read(&path).unwrap();
@@ -577,7 +577,7 @@ mod tests {
     use super::*;
 
     fn all_caps() -> Vec<String> {
-        crate::catalog::capabilities()
+        selfprobe::catalog::capabilities()
             .iter()
             .filter(|c| c.number <= 40)
             .map(|c| c.name.clone())

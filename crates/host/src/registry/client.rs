@@ -20,9 +20,9 @@ use zeroize::Zeroizing;
 use super::auth::{self, Challenge, Lookup};
 use super::reference::{is_loopback_host, split_host_port, Reference};
 use super::Error;
-use crate::util::http1::{self, Request, Response, Timed, Version};
-use crate::util::sanitize;
-use crate::util::tls::{Tls, TlsError};
+use selfprobe::util::http1::{self, Request, Response, Timed, Version};
+use selfprobe::util::sanitize;
+use selfprobe::util::tls::{Tls, TlsError};
 
 /// Registries cap manifests at 4 MiB (distribution's default); so do we.
 pub const MAX_MANIFEST: usize = 4 << 20;

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::record::{self, EngineKind, Record};
-use crate::util::command::{self, Captured, Env, Spec, Streams, ToolStatus};
-use crate::util::sanitize;
+use selfprobe::util::command::{self, Captured, Env, Spec, Streams, ToolStatus};
+use selfprobe::util::sanitize;
 
 /// What an engine CLI call may print: records of a few hundred containers.
 pub const CLI_STDOUT_CAP: usize = 16 << 20;
@@ -617,7 +617,7 @@ mod tests {
 
     fn fixture(name: &str) -> Value {
         let path = format!(
-            "{}/tests/data/engine-records/{name}.json",
+            "{}/../../tests/data/engine-records/{name}.json",
             env!("CARGO_MANIFEST_DIR")
         );
         serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
@@ -712,7 +712,7 @@ mod tests {
     fn refs_match_names_ids_and_prefixes() {
         let recs = record::parse_records(
             &std::fs::read(format!(
-                "{}/tests/data/engine-records/docker-clean.json",
+                "{}/../../tests/data/engine-records/docker-clean.json",
                 env!("CARGO_MANIFEST_DIR")
             ))
             .unwrap(),

@@ -26,8 +26,8 @@ use serde_json::{json, Value};
 
 use super::engine::Engine;
 use super::record::{MountKind, Record};
-use crate::catalog;
-use crate::finding::{Finding, Severity};
+use selfprobe::catalog;
+use selfprobe::finding::{Finding, Severity};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -422,7 +422,7 @@ pub fn paths_to_resolve(rec: &Record, report: &Value, max: usize) -> Vec<String>
     ] {
         out.extend(r.subjects(code).into_iter().filter(|s| s.starts_with('/')));
     }
-    crate::util::sort::sort(&mut out);
+    selfprobe::util::sort::sort(&mut out);
     out.dedup();
     out.truncate(max);
     out
@@ -481,7 +481,7 @@ fn arguments(c: &mut Cmp, r: &Report, asked: &Asked) {
     // root of its working directory, never a path given to it.
     let ws_ok = match (&asked.workspace, &seen.workspace, &seen.workspace_source) {
         (Some(w), Some(Some(got)), Some(Some(src))) => {
-            src == "--workspace" && crate::util::path::normalize(Path::new(w)) == Path::new(got)
+            src == "--workspace" && selfprobe::util::path::normalize(Path::new(w)) == Path::new(got)
         }
         (None, Some(_), Some(src)) => src
             .as_deref()
@@ -913,7 +913,7 @@ fn namespaces(c: &mut Cmp, r: &Report, sandbox: bool) {
         // The kernel's initial inode is the host's namespace (the probe's
         // own rule, src/probe/namespaces.rs); a report whose findings leave
         // that out has had them taken away.
-        let init = crate::facts::boundary::INIT_INODES
+        let init = selfprobe::facts::boundary::INIT_INODES
             .iter()
             .any(|(n, i)| *n == inode && Some(*i) == ino);
         let kthreadd = ns == "pid"
@@ -1083,7 +1083,7 @@ fn devices(c: &mut Cmp, r: &Report, sandbox: bool) {
             }
         }
     }
-    crate::util::sort::sort(&mut unexplained);
+    selfprobe::util::sort::sort(&mut unexplained);
     unexplained.dedup();
     let inside = json!({"granted_seen": granted.iter().filter(|d| nodes.contains(*d)).collect::<Vec<_>>(),
         "missing": missing, "unexplained": unexplained});
@@ -1502,7 +1502,7 @@ fn source_matches(source: &str, root: &str) -> bool {
 pub fn engine_socket(source: &str) -> Option<String> {
     use std::os::unix::fs::FileTypeExt;
     for s in catalog::engine_sockets() {
-        if crate::util::glob::matches_path(&s.path, source) {
+        if selfprobe::util::glob::matches_path(&s.path, source) {
             return Some(s.engine.clone());
         }
     }
@@ -1794,7 +1794,7 @@ mod tests {
         let r = rec("docker-clean");
         let a = asked();
         let empty = with_run(
-            json!({"schema": crate::model::SCHEMA, "findings": [], "inventory": {}, "probes": []}),
+            json!({"schema": selfprobe::model::SCHEMA, "findings": [], "inventory": {}, "probes": []}),
         );
         let o = outcome_with(&r, &empty, Some(&a), &BTreeMap::new());
         let facts: BTreeSet<String> = o

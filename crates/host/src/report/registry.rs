@@ -1,18 +1,18 @@
-//! Printing for `selfprobe attest push` and `attest fetch`. What the
+//! Printing for `selfprobe-host attest push` and `attest fetch`. What the
 //! registry sent (digests aside, which were checked) is untrusted text on
 //! its way to a terminal: it goes through `sanitize`. No credential reaches
 //! these structures, so none can be printed.
 
 use std::fmt::Write;
 
-use super::text::sanitize;
 use crate::registry::{FetchOutcome, PushOutcome};
+use selfprobe::report::text::sanitize;
 
 pub fn push(p: &PushOutcome) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "selfprobe attest push: {}",
+        "selfprobe-host attest push: {}",
         sanitize(&p.reference.to_string())
     );
     let _ = writeln!(
@@ -53,7 +53,7 @@ pub fn fetch(f: &FetchOutcome) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "selfprobe attest fetch: {}",
+        "selfprobe-host attest fetch: {}",
         sanitize(&f.reference.to_string())
     );
     let _ = writeln!(o, "  referrers  {}", sanitize(&f.via));
@@ -91,7 +91,7 @@ pub fn fetch(f: &FetchOutcome) -> String {
             let _ = writeln!(o, "  {}", sanitize(why));
         }
         if let Some(v) = &e.verdict {
-            for line in super::verify::render(v).lines() {
+            for line in selfprobe::report::verify::render(v).lines() {
                 let _ = writeln!(o, "  | {line}");
             }
         }

@@ -40,7 +40,7 @@ impl fmt::Display for RefError {
         write!(
             f,
             "'{}' is not REF@DIGEST: {} (expected e.g. registry.example.com/team/app@sha256:<64 hex digits>)",
-            crate::util::sanitize::short(&self.given, 200),
+            selfprobe::util::sanitize::short(&self.given, 200),
             self.why
         )
     }
@@ -151,7 +151,7 @@ pub fn check_digest(d: &str) -> Result<(), String> {
         if d.chars().count() > 100 {
             s.push('…');
         }
-        crate::util::sanitize::escape(&s)
+        selfprobe::util::sanitize::escape(&s)
     };
     let bad = |why: &str| {
         Err(format!(
@@ -230,7 +230,7 @@ pub fn split_host_port(s: &str) -> Result<(String, Option<u16>), String> {
     if !name_ok {
         return Err(format!(
             "the registry host '{}' is not a name or an IP address",
-            crate::util::sanitize::short(host, 80)
+            selfprobe::util::sanitize::short(host, 80)
         ));
     }
     Ok((host.to_string(), port))
@@ -253,7 +253,7 @@ fn check_repository(repo: &str) -> Result<(), String> {
         if !ok {
             return Err(format!(
                 "the repository component '{}' is not lowercase letters and digits joined by '.', '_' or '-'",
-                crate::util::sanitize::short(c, 80)
+                selfprobe::util::sanitize::short(c, 80)
             ));
         }
     }
@@ -328,7 +328,10 @@ mod tests {
         ] {
             let e = check_digest(bad).unwrap_err();
             assert!(e.contains(why), "{bad:?}: {e}");
-            assert!(!e.chars().any(crate::util::sanitize::is_hazard), "{e:?}");
+            assert!(
+                !e.chars().any(selfprobe::util::sanitize::is_hazard),
+                "{e:?}"
+            );
         }
     }
 

@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use super::summary::{Fleet, Workspace};
-use crate::finding::code_info;
-use crate::report::sarif::{result_json, rule, SARIF_SCHEMA};
-use crate::scorecard::CONTROLS;
-use crate::util::sanitize;
+use selfprobe::finding::code_info;
+use selfprobe::report::sarif::{result_json, rule, SARIF_SCHEMA};
+use selfprobe::scorecard::CONTROLS;
+use selfprobe::util::sanitize;
 
 /// Every string of a run, keys too, through the one sanitiser: the run
 /// carries the workspaces' own words (names, messages, evidence), and a

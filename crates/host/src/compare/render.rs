@@ -1,4 +1,4 @@
-//! `selfprobe summary` as text (one line per workspace) and JSON. Every
+//! `selfprobe-host summary` as text (one line per workspace) and JSON. Every
 //! string from an input is untrusted (workspace names are file names, and
 //! the reports are the workspaces' own words): the text goes through the
 //! one sanitiser.
@@ -6,8 +6,8 @@
 use serde_json::{json, Value};
 
 use super::summary::{Fleet, Workspace};
-use crate::scorecard::CONTROLS;
-use crate::util::sanitize;
+use selfprobe::scorecard::CONTROLS;
+use selfprobe::util::sanitize;
 
 /// A control's column heading.
 pub fn short(key: &str) -> &'static str {
@@ -49,7 +49,7 @@ pub fn text(f: &Fleet) -> String {
     let n = f.workspaces.len();
     let v = f.verified();
     let mut out = format!(
-        "selfprobe summary: {n} workspace(s), {v} verified, {} not verified (exit {})\n\n",
+        "selfprobe-host summary: {n} workspace(s), {v} verified, {} not verified (exit {})\n\n",
         n - v,
         f.exit as i32
     );
@@ -111,7 +111,7 @@ pub fn text(f: &Fleet) -> String {
     }
     notes.extend(f.notes.iter().cloned());
     // One line for the note every row without --nonces shares.
-    crate::util::sort::sort(&mut notes);
+    selfprobe::util::sort::sort(&mut notes);
     notes.dedup();
     if !notes.is_empty() {
         out.push_str("\nnotes:\n");

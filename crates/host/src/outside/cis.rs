@@ -60,7 +60,7 @@ fn findings(report: Option<&Value>) -> Vec<(String, String)> {
 pub fn section5(
     rec: &Record,
     report: Option<&Value>,
-    outside: &[crate::finding::Finding],
+    outside: &[selfprobe::finding::Finding],
 ) -> Vec<Check> {
     let inside = findings(report);
     let mut out = Vec::new();

@@ -1,4 +1,4 @@
-//! Attestations in an OCI registry (DESIGN §15): `selfprobe attest push`
+//! Attestations in an OCI registry (DESIGN §15): `selfprobe-host attest push`
 //! attaches DSSE envelopes (`--attest`) to an image manifest, `attest fetch`
 //! lists, downloads and verifies them. Host-side: no probe imports this.
 //!
@@ -40,16 +40,16 @@ pub mod reference;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::keys::VerifyingKey;
+use selfprobe::keys::VerifyingKey;
 use serde_json::{json, Value};
 
-use crate::attest::dsse::{Envelope, PAYLOAD_TYPE};
-use crate::attest::verify::{self, Verdict};
-use crate::host::{read_regular, Cleanup, Host};
-use crate::util::tls::Tls;
-use crate::util::{codec, sanitize};
 use client::{registry_errors, Client, Resolver, Session, MAX_BLOB, MAX_MANIFEST};
 pub use reference::Reference;
+use selfprobe::attest::dsse::{Envelope, PAYLOAD_TYPE};
+use selfprobe::attest::verify::{self, Verdict};
+use selfprobe::host::{read_regular, Cleanup, Host};
+use selfprobe::util::tls::Tls;
+use selfprobe::util::{codec, sanitize};
 
 pub const ENVELOPE_MEDIA_TYPE: &str = "application/vnd.dsse.envelope.v1+json";
 pub const ARTIFACT_TYPE: &str = ENVELOPE_MEDIA_TYPE;
@@ -100,7 +100,7 @@ pub struct Options {
 }
 
 pub fn sha256(b: &[u8]) -> String {
-    format!("sha256:{}", crate::util::digest::sha256_hex(b))
+    format!("sha256:{}", selfprobe::util::digest::sha256_hex(b))
 }
 
 fn client(opts: &Options, push: bool) -> Result<Client, Error> {
@@ -126,7 +126,7 @@ fn accept(t: &str) -> Vec<(String, String)> {
     vec![("Accept".to_string(), t.to_string())]
 }
 
-fn failed(c: &Client, what: &str, r: &crate::util::http1::Response) -> Error {
+fn failed(c: &Client, what: &str, r: &selfprobe::util::http1::Response) -> Error {
     Error::Failed(format!(
         "registry {}: {what}: {} {}{}",
         c.reference.registry,
@@ -778,7 +778,7 @@ fn fetch_one(
         match may_write(verified, b.body.len() as u64, *written) {
             Ok(()) => {
                 let path = dir.join(format!("{}.intoto.json", &digest["sha256:".len()..]));
-                crate::host::write_whole(&path, &b.body, cleanup).map_err(|e| {
+                selfprobe::host::write_whole(&path, &b.body, cleanup).map_err(|e| {
                     Error::Failed(format!(
                         "attest fetch: cannot write {}: {e}",
                         path.display()
@@ -851,7 +851,10 @@ mod tests {
             let mut out = Vec::new();
             let e = collect(body.as_bytes(), &mut out).unwrap_err();
             assert!(e.contains("algorithm:hex") && e.contains("refused"), "{e}");
-            assert!(!e.chars().any(crate::util::sanitize::is_hazard), "{e:?}");
+            assert!(
+                !e.chars().any(selfprobe::util::sanitize::is_hazard),
+                "{e:?}"
+            );
             assert!(out.is_empty());
         }
     }

@@ -1,6 +1,6 @@
-//! Host-side comparison of reports (DESIGN.md §14): `selfprobe diff` puts
+//! Host-side comparison of reports (DESIGN.md §14): `selfprobe-host diff` puts
 //! two workspaces' facts side by side along the blueprint's axes of "false
-//! production parity"; `selfprobe summary` verifies many workspaces'
+//! production parity"; `selfprobe-host summary` verifies many workspaces'
 //! reports, envelopes and teardown statements and tabulates them. Never
 //! needed inside a workspace: no probe or fact imports this module.
 
@@ -15,14 +15,14 @@ pub mod summary;
 
 use std::path::{Path, PathBuf};
 
-use crate::keys::VerifyingKey;
+use selfprobe::keys::VerifyingKey;
 use serde_json::Value;
 
-use crate::attest::verify::{self, Inputs};
-use crate::attest::{keys, TEARDOWN_PREDICATE_TYPE};
 pub use crate::cli::{DiffFormat, SummaryFormat};
-use crate::model::Exit;
-use crate::policy::Policy;
+use selfprobe::attest::verify::{self, Inputs};
+use selfprobe::attest::{keys, TEARDOWN_PREDICATE_TYPE};
+use selfprobe::model::Exit;
+use selfprobe::policy::Policy;
 
 /// What a command prints and the code it ends with, or why it stopped.
 pub struct Outcome {
@@ -126,9 +126,9 @@ pub fn diff_side_of(
             (v.attested.unwrap_or_default(), Some(v.keyid))
         }
         (input::Kind::Envelope, None) => {
-            let env: crate::attest::dsse::Envelope = serde_json::from_slice(bytes)
+            let env: selfprobe::attest::dsse::Envelope = serde_json::from_slice(bytes)
                 .map_err(|e| usage(format!("{label}: {shown}: not a DSSE envelope ({e})")))?;
-            let st: Value = crate::util::codec::b64_decode(&env.payload)
+            let st: Value = selfprobe::util::codec::b64_decode(&env.payload)
                 .and_then(|p| serde_json::from_slice(&p).ok())
                 .ok_or_else(|| usage(format!("{label}: {shown}: the payload is not a JSON statement")))?;
             if st.get("predicateType").and_then(Value::as_str) == Some(TEARDOWN_PREDICATE_TYPE) {
@@ -172,7 +172,7 @@ pub fn diff_side_of(
     Ok((report, side))
 }
 
-/// `selfprobe diff A B`.
+/// `selfprobe-host diff A B`.
 pub fn diff_command(
     a: &Path,
     b: &Path,
@@ -218,7 +218,7 @@ pub fn diff_command(
     })
 }
 
-/// `selfprobe summary PATH…`.
+/// `selfprobe-host summary PATH…`.
 pub fn summary_command(
     paths: &[PathBuf],
     pubkeys: &[PathBuf],

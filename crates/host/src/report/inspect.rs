@@ -1,14 +1,14 @@
-//! The text of `selfprobe inspect` (a fleet table, then what needs saying
-//! per container) and of `selfprobe teardown`. Names, images, reasons and
+//! The text of `selfprobe-host inspect` (a fleet table, then what needs saying
+//! per container) and of `selfprobe-host teardown`. Names, images, reasons and
 //! paths come from the engine or a container: every one goes through
 //! `sanitize` before it reaches a terminal.
 
 use std::fmt::Write;
 
-use super::text::sanitize;
 use crate::outside::crosscheck::Verdict;
 use crate::outside::inspect::{ContainerResult, Inspection, DOES_NOT_PROVE, PROVES};
 use crate::outside::teardown::Teardown;
+use selfprobe::report::text::sanitize;
 
 /// The widest a table cell or a reason line gets: a report, a name or an
 /// engine's answer can be megabytes, and one long cell would pad every row.
@@ -60,11 +60,18 @@ pub fn render(insp: &Inspection) -> String {
     let n = insp.containers.len();
     let _ = writeln!(
         o,
-        "selfprobe inspect: {n} container{} on {} {} (inspection {})",
+        "selfprobe-host inspect: {n} container{} on {} {} (inspection {})",
         if n == 1 { "" } else { "s" },
         insp.engine.name,
         cut(&insp.engine.version, 80),
         insp.id
+    );
+    // Which probe ran: the file the operator can hash and compare.
+    let _ = writeln!(
+        o,
+        "probe: {} (sha256 {})",
+        sanitize(&insp.binary.path),
+        insp.binary.sha256
     );
     let head = [
         "NAME",
@@ -211,7 +218,7 @@ pub fn render_teardown(t: &Teardown) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "selfprobe teardown: inspection {} ({} container{})",
+        "selfprobe-host teardown: inspection {} ({} container{})",
         cut(&t.inspection, 80),
         t.containers.len(),
         if t.containers.len() == 1 { "" } else { "s" }

@@ -1,4 +1,4 @@
-//! `selfprobe diff A B`: the facts of two reports side by side, each
+//! `selfprobe-host diff A B`: the facts of two reports side by side, each
 //! `same`, `differs`, `only in A`, `only in B` or `unknown` (a side could not
 //! check it: never `same`). A difference the policy's `[parity] allow`
 //! does not cover is exit 1; an unknown fact is listed, and does not gate:
@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 use serde_json::{json, Value};
 
 use super::facts::{obs_json, shown, Axis, FactSet, Obs, ROOTS};
-use crate::util::glob::matches_component;
-use crate::util::sanitize;
+use selfprobe::util::glob::matches_component;
+use selfprobe::util::sanitize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
@@ -131,7 +131,7 @@ pub fn compare(a: &FactSet, b: &FactSet, allow: &[String], sa: Side, sb: Side) -
             why,
         });
     }
-    crate::util::sort::sort_by(&mut facts, |x, y| {
+    selfprobe::util::sort::sort_by(&mut facts, |x, y| {
         x.axis.cmp(&y.axis).then(x.key.cmp(&y.key))
     });
     Diff {
@@ -170,7 +170,7 @@ fn side_line(label: &str, s: &Side) -> String {
 /// Differences grouped by axis, then one count line per axis.
 pub fn text(d: &Diff) -> String {
     let mut out = format!(
-        "selfprobe diff\n  {}\n  {}\n",
+        "selfprobe-host diff\n  {}\n  {}\n",
         side_line("A", &d.a),
         side_line("B", &d.b)
     );

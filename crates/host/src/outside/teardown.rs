@@ -1,4 +1,4 @@
-//! `selfprobe teardown DIR`: after the workspaces of an inspection are
+//! `selfprobe-host teardown DIR`: after the workspaces of an inspection are
 //! removed, ask the engine what of each survived (the container, each
 //! anonymous and named volume) and look in what remains for the canaries
 //! the inspection planted; volumes the policy's `[[retain]]` list owns are
@@ -21,12 +21,12 @@ use serde_json::{json, Value};
 use super::engine::Engine;
 use super::inspect::file_stem;
 use super::record::EngineKind;
-use crate::attest::{self, dsse};
-use crate::finding::Finding;
-use crate::host::rfc3339;
-use crate::keys::Signer;
-use crate::policy::Policy;
-use crate::probe::teardown::{Canary, CANARY_PREFIX};
+use selfprobe::attest::{self, dsse};
+use selfprobe::finding::Finding;
+use selfprobe::host::rfc3339;
+use selfprobe::keys::Signer;
+use selfprobe::policy::Policy;
+use selfprobe::probe::teardown::{Canary, CANARY_PREFIX};
 
 /// The largest inspection.json read.
 const MAX_INSPECTION: u64 = 64 << 20;
@@ -164,9 +164,9 @@ pub type FromInspection = (String, EngineKind, String, Vec<Inspected>);
 
 fn read_inspection(dir: &Path) -> Result<FromInspection, String> {
     let path = dir.join("inspection.json");
-    let bytes = crate::host::read_regular_nofollow(&path, MAX_INSPECTION + 1).map_err(|e| {
+    let bytes = selfprobe::host::read_regular_nofollow(&path, MAX_INSPECTION + 1).map_err(|e| {
         format!(
-            "{}: {e}: expected the directory `selfprobe inspect --out-dir` wrote",
+            "{}: {e}: expected the directory `selfprobe-host inspect --out-dir` wrote",
             path.display()
         )
     })?;
@@ -269,7 +269,7 @@ pub fn parse_inspection(
 
 /// DIR/nonces: `<name> <nonce>` per line, `#` comments.
 pub fn read_nonces(path: &Path) -> BTreeMap<String, String> {
-    let text = crate::host::read_regular_nofollow(path, 1 << 20).unwrap_or_default();
+    let text = selfprobe::host::read_regular_nofollow(path, 1 << 20).unwrap_or_default();
     parse_nonces(&String::from_utf8_lossy(&text))
 }
 
@@ -302,8 +302,8 @@ pub fn teardown(opts: &Options, signer: &Signer) -> Result<Teardown, TeardownErr
         Engine::connect(Some(kind), deadline).map_err(|e| TeardownError::Failed(e.to_string()))?;
     let ids: Vec<String> = inspected.iter().map(|c| c.id.clone()).collect();
     let states = engine.inspect(&ids, deadline);
-    let today = crate::host::today(SystemTime::now());
-    let tool_sha = crate::host::self_sha256();
+    let today = selfprobe::host::today(SystemTime::now());
+    let tool_sha = selfprobe::host::self_sha256();
     let mut containers = Vec::new();
     for c in &inspected {
         let exists: Result<Option<String>, String> = match &states {
@@ -454,7 +454,7 @@ pub fn teardown(opts: &Options, signer: &Signer) -> Result<Teardown, TeardownErr
             t.canaries.push(k);
         }
         decide(&mut t);
-        crate::model::sort_findings(&mut t.findings);
+        selfprobe::model::sort_findings(&mut t.findings);
         containers.push(t);
     }
     let finished = SystemTime::now();
@@ -463,8 +463,9 @@ pub fn teardown(opts: &Options, signer: &Signer) -> Result<Teardown, TeardownErr
         let name = format!("{}.teardown.intoto.json", file_stem(&t.name));
         match statement {
             Ok(env) => {
-                let cleanup = crate::host::Cleanup::default();
-                match crate::host::write_whole(&opts.dir.join(&name), env.as_bytes(), &cleanup) {
+                let cleanup = selfprobe::host::Cleanup::default();
+                match selfprobe::host::write_whole(&opts.dir.join(&name), env.as_bytes(), &cleanup)
+                {
                     Ok(()) => t.statement = Some(name),
                     Err(e) => {
                         return Err(TeardownError::Failed(format!(
@@ -486,7 +487,7 @@ pub fn teardown(opts: &Options, signer: &Signer) -> Result<Teardown, TeardownErr
         finished: rfc3339(finished),
         engine: kind.as_str(),
         keyid: signer.keyid(),
-        public_key: crate::keys::public_openssh(&vk),
+        public_key: selfprobe::keys::public_openssh(&vk),
         ephemeral: signer.is_ephemeral(),
         containers,
         exit,
@@ -514,12 +515,12 @@ fn look(
     let path = Path::new(mountpoint).join(format!("{CANARY_PREFIX}{run}.json"));
     let nonce = nonce.to_string();
     let keyid = keyid.to_string();
-    let out = crate::util::workers::map_until(
+    let out = selfprobe::util::workers::map_until(
         "teardown-canary",
         vec![path],
         1,
         deadline,
-        move |p: &PathBuf| match crate::host::read_regular_nofollow(p, MAX_CANARY) {
+        move |p: &PathBuf| match selfprobe::host::read_regular_nofollow(p, MAX_CANARY) {
             Ok(bytes) => Ok(Some(canary_signature(&bytes, &nonce, &keyid))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(format!("{}: {e}", p.display())),
@@ -668,7 +669,7 @@ fn statement(
     let predicate = json!({
         "schema": attest::TEARDOWN_PREDICATE_TYPE,
         "tool": {"name": "selfprobe", "version": env!("CARGO_PKG_VERSION"), "sha256": sha},
-        "run": {"id": crate::host::run_id(), "started": rfc3339(started), "finished": rfc3339(finished), "nonce": t.nonce},
+        "run": {"id": selfprobe::host::run_id(), "started": rfc3339(started), "finished": rfc3339(finished), "nonce": t.nonce},
         "signing": info,
         "inspection": inspection,
         "container": {"id": t.id, "name": t.name, "image": t.image, "exists": t.exists},

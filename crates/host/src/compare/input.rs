@@ -56,9 +56,9 @@ pub enum Capped {
 /// `read_capped` with another cap.
 pub fn read_at_most(path: &Path, follow: bool, max: u64) -> Result<Vec<u8>, Capped> {
     let read = if follow {
-        crate::host::read_regular(path, max + 1)
+        selfprobe::host::read_regular(path, max + 1)
     } else {
-        crate::host::read_regular_nofollow(path, max + 1)
+        selfprobe::host::read_regular_nofollow(path, max + 1)
     };
     match read {
         Ok(b) if b.len() as u64 > max => Err(Capped::Larger),
@@ -341,7 +341,7 @@ fn walk_dir(dir: &Path, depth: usize, f: &mut Found, count: &mut usize) {
             break;
         }
     }
-    crate::util::sort::sort_by(&mut entries, |a, b| a.0.cmp(&b.0));
+    selfprobe::util::sort::sort_by(&mut entries, |a, b| a.0.cmp(&b.0));
     let mut groups: BTreeMap<String, Group> = BTreeMap::new();
     for (name, t) in entries {
         let path = dir.join(&name);
@@ -421,7 +421,7 @@ pub fn parse_nonces(file: &str, text: &str) -> Result<BTreeMap<String, String>, 
                 i + 1
             ));
         };
-        crate::attest::check_nonce(nonce).map_err(|e| format!("{file}:{}: {e}", i + 1))?;
+        selfprobe::attest::check_nonce(nonce).map_err(|e| format!("{file}:{}: {e}", i + 1))?;
         if out.insert(name.to_string(), nonce.to_string()).is_some() {
             return Err(format!(
                 "{file}:{}: {name:?} is listed twice: expected one nonce per workspace",

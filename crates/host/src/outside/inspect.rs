@@ -1,4 +1,4 @@
-//! `selfprobe inspect`: for each running container, place the probe, run
+//! `selfprobe-host inspect`: for each running container, place the probe, run
 //! it with a fresh nonce and the key on its stdin, verify what comes back,
 //! check it against the engine's record, plant canaries in its volumes for
 //! `teardown`, remove the probe, and write the inspection directory
@@ -27,13 +27,13 @@ use super::engine::{failure, Engine};
 use super::placement::{self, Candidate, Method, Passed};
 use super::record::{EngineKind, MountKind, Record};
 use super::resolve;
-use crate::attest::verify;
-use crate::finding::{Finding, Severity, Status};
-use crate::host::rfc3339;
-use crate::keys::Signer;
-use crate::policy::Policy;
-use crate::util::command::{Captured, ToolStatus};
-use crate::util::sanitize;
+use selfprobe::attest::verify;
+use selfprobe::finding::{Finding, Severity, Status};
+use selfprobe::host::rfc3339;
+use selfprobe::keys::Signer;
+use selfprobe::policy::Policy;
+use selfprobe::util::command::{Captured, ToolStatus};
+use selfprobe::util::sanitize;
 
 pub const SCHEMA: &str = "https://selfprobe.dev/schema/inspection/v1";
 /// What a probe may print on stdout: its JSON report and envelope. A
@@ -269,14 +269,14 @@ impl ContainerResult {
 /// `<stem>` of a container's files (docs/inspection-directory.md): never a
 /// path, never another container's, never one of the directory's own files.
 pub fn file_stem(name: &str) -> String {
-    crate::util::filename::stem(name)
+    selfprobe::util::filename::stem(name)
 }
 
 /// Random bytes as hex, from the OS.
 pub fn random_hex(n: usize) -> Result<String, String> {
     let mut b = vec![0u8; n];
     getrandom::getrandom(&mut b).map_err(|e| format!("the OS random source failed: {e}"))?;
-    Ok(crate::util::codec::hex(&b))
+    Ok(selfprobe::util::codec::hex(&b))
 }
 
 /// Why the inspection could not start at all.
@@ -310,7 +310,7 @@ fn sha256_file(p: &Path, max: u64) -> Result<String, String> {
 }
 
 fn sha256_read(mut r: impl Read, p: &Path) -> Result<String, String> {
-    use crate::util::digest::Sha256;
+    use selfprobe::util::digest::Sha256;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
@@ -322,7 +322,7 @@ fn sha256_read(mut r: impl Read, p: &Path) -> Result<String, String> {
         }
         h.update(&buf[..n]);
     }
-    Ok(crate::util::codec::hex(&h.finish()))
+    Ok(selfprobe::util::codec::hex(&h.finish()))
 }
 
 /// The SHA-256 of a file on the host a container's creator named (a
@@ -399,6 +399,26 @@ struct Shared<'a> {
     digests: BTreeMap<String, Vec<String>>,
 }
 
+/// The probe to place when no `--binary` is given: the file `selfprobe`
+/// beside this binary (the two are built, shipped and installed together,
+/// DESIGN.md §16). This binary itself is never placed: it is the host tool.
+pub fn probe_beside_self() -> Result<PathBuf, InspectError> {
+    let exe = std::env::current_exe().map_err(|e| {
+        InspectError::Usage(format!(
+            "cannot tell where selfprobe-host is ({e}): pass --binary PATH to the selfprobe probe"
+        ))
+    })?;
+    let beside = exe.with_file_name("selfprobe");
+    if beside.is_file() {
+        Ok(beside)
+    } else {
+        Err(InspectError::Usage(format!(
+            "no probe at {}: expected the selfprobe binary beside selfprobe-host, or --binary PATH",
+            beside.display()
+        )))
+    }
+}
+
 /// Runs the whole inspection. `signer` is the key the reports are signed
 /// with; its private half goes only to the probes' stdin.
 pub fn inspect(opts: &Options, signer: &Signer) -> Result<Inspection, InspectError> {
@@ -412,11 +432,7 @@ pub fn inspect(opts: &Options, signer: &Signer) -> Result<Inspection, InspectErr
     };
     let binary = match &opts.binary {
         Some(b) => b.clone(),
-        None => std::env::current_exe().map_err(|e| {
-            InspectError::Usage(format!(
-                "cannot tell which binary this is ({e}): pass --binary"
-            ))
-        })?,
+        None => probe_beside_self()?,
     };
     let (staged, binary_sha) =
         stage(&binary, opts.policy.as_deref()).map_err(InspectError::Usage)?;
@@ -447,7 +463,7 @@ pub fn inspect(opts: &Options, signer: &Signer) -> Result<Inspection, InspectErr
         engine.settle(r);
     }
     let mut images: Vec<String> = records.iter().map(|r| r.image_id.clone()).collect();
-    crate::util::sort::sort(&mut images);
+    selfprobe::util::sort::sort(&mut images);
     images.dedup();
     let digests = engine.image_digests(&images, Instant::now() + opts.timeout);
     // A container named twice (by name and by id) is probed once: its
@@ -476,7 +492,7 @@ pub fn inspect(opts: &Options, signer: &Signer) -> Result<Inspection, InspectErr
     let vk = signer.verifying_key();
     Ok(Inspection {
         schema: SCHEMA,
-        id: crate::host::run_id(),
+        id: selfprobe::host::run_id(),
         started: rfc3339(started),
         finished: rfc3339(SystemTime::now()),
         engine: EngineInfo {
@@ -491,7 +507,7 @@ pub fn inspect(opts: &Options, signer: &Signer) -> Result<Inspection, InspectErr
         },
         signing: SigningOut {
             keyid: signer.keyid(),
-            public_key: crate::keys::public_openssh(&vk),
+            public_key: selfprobe::keys::public_openssh(&vk),
             ephemeral: signer.is_ephemeral(),
             proves: PROVES,
             does_not_prove: DOES_NOT_PROVE,
@@ -509,7 +525,7 @@ fn host_capabilities() -> Vec<String> {
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(40);
     (0..=last.min(63))
-        .map(crate::catalog::capability_name)
+        .map(selfprobe::catalog::capability_name)
         .collect()
 }
 
@@ -617,7 +633,7 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
     let t0 = Instant::now();
     let deadline = t0 + sh.opts.timeout;
     let cleanup_at = deadline - (sh.opts.timeout / CLEANUP_SHARE).min(MAX_CLEANUP);
-    let nonce = random_hex(16).unwrap_or_else(|_| crate::host::run_id());
+    let nonce = random_hex(16).unwrap_or_else(|_| selfprobe::host::run_id());
     let mut c = ContainerResult::new(&rec.id, &rec.name, &rec.image, nonce.clone());
     c.image_digest = image_digest(rec, &sh.digests);
     c.record = Some(record_out(sh, rec, cleanup_at));
@@ -640,7 +656,7 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
         return c;
     }
     // Placement.
-    let token = random_hex(8).unwrap_or_else(|_| crate::host::run_id());
+    let token = random_hex(8).unwrap_or_else(|_| selfprobe::host::run_id());
     let name = format!(".selfprobe-{token}");
     let (mut cands, passed) = placement::candidates(
         rec,
@@ -1197,10 +1213,10 @@ pub fn read_run(out: &Captured) -> Result<(Vec<u8>, Vec<u8>, Value), String> {
         }
     };
     let end = it.byte_offset();
-    if report.get("schema").and_then(Value::as_str) != Some(crate::model::SCHEMA) {
+    if report.get("schema").and_then(Value::as_str) != Some(selfprobe::model::SCHEMA) {
         return Err(format!(
             "the probe's output is JSON but not a selfprobe report (no schema {:?})",
-            crate::model::SCHEMA
+            selfprobe::model::SCHEMA
         ));
     }
     let r_end = if bytes.get(end) == Some(&b'\n') {
@@ -1268,7 +1284,7 @@ fn check(
         )),
         None => {}
     }
-    if v.predicate_type != Some(crate::attest::PREDICATE_TYPE) && problems.is_empty() {
+    if v.predicate_type != Some(selfprobe::attest::PREDICATE_TYPE) && problems.is_empty() {
         problems.push("predicateType: the envelope does not attest a report".into());
     }
     c.verified = problems.is_empty() && v.valid();
@@ -1414,7 +1430,7 @@ fn finish(
         c.resolved = resolved;
     }
     c.cis = cis::section5(rec, report, &c.findings);
-    let today = crate::host::today(SystemTime::now());
+    let today = selfprobe::host::today(SystemTime::now());
     let _ = sh.policy.apply(&mut c.findings, today);
     // A policy severity override reaches the contract's entries too.
     for d in &mut c.disagreements {
@@ -1422,7 +1438,7 @@ fn finish(
             d.severity = *s;
         }
     }
-    crate::model::sort_findings(&mut c.findings);
+    selfprobe::model::sort_findings(&mut c.findings);
     if let Some(g) = c.glance.as_mut() {
         let outside_worst = c
             .findings
@@ -1503,13 +1519,13 @@ fn planted(rec: &Record, out: &Captured) -> Vec<CanaryOut> {
 /// the nonces, the public key, and inspection.json (the JSON given).
 pub fn write(insp: &mut Inspection, json: &str) -> Result<(), String> {
     let dir = PathBuf::from(&insp.out_dir);
-    let cleanup = crate::host::Cleanup::default();
+    let cleanup = selfprobe::host::Cleanup::default();
     let put = |name: &str, bytes: &[u8]| {
-        crate::host::write_whole(&dir.join(name), bytes, &cleanup)
+        selfprobe::host::write_whole(&dir.join(name), bytes, &cleanup)
             .map_err(|e| format!("cannot write {}: {e}", dir.join(name).display()))
     };
     let mut nonces =
-        String::from("# selfprobe inspect: one line per probed container, <name> <nonce>\n");
+        String::from("# selfprobe-host inspect: one line per probed container, <name> <nonce>\n");
     // Stems are injective (util/filename.rs); this holds it here too, so no
     // container's files are ever written over another's.
     let mut stems = std::collections::BTreeSet::new();
@@ -1547,8 +1563,8 @@ pub fn name_files(insp: &mut Inspection) {
 
 /// `signing.pub`: what `selfprobe pubkey` prints for the key.
 pub fn write_pubkey(dir: &Path, text: &str) -> Result<(), String> {
-    let cleanup = crate::host::Cleanup::default();
-    crate::host::write_whole(&dir.join("signing.pub"), text.as_bytes(), &cleanup)
+    let cleanup = selfprobe::host::Cleanup::default();
+    selfprobe::host::write_whole(&dir.join("signing.pub"), text.as_bytes(), &cleanup)
         .map_err(|e| format!("cannot write {}: {e}", dir.join("signing.pub").display()))
 }
 
@@ -1583,7 +1599,7 @@ mod tests {
     fn the_run_output_splits_into_report_and_envelope_byte_for_byte() {
         let report = format!(
             "{{\n  \"schema\": \"{}\",\n  \"x\": 1\n}}\n",
-            crate::model::SCHEMA
+            selfprobe::model::SCHEMA
         );
         let env = "{\n  \"payloadType\": \"t\",\n  \"payload\": \"\",\n  \"signatures\": []\n}\n";
         let both = format!("{report}{env}");

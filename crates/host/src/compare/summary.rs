@@ -1,4 +1,4 @@
-//! `selfprobe summary`: verifies many workspaces' reports, envelopes and
+//! `selfprobe-host summary`: verifies many workspaces' reports, envelopes and
 //! teardown statements (through attest::verify, the one verifier) and puts
 //! each workspace on one row: boundary, the eight scorecard controls, the
 //! worst severity, the teardown result and whether it verified. The
@@ -11,16 +11,16 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::keys::VerifyingKey;
+use selfprobe::keys::VerifyingKey;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::input::{self, Group, Kind, Role};
-use crate::attest::verify::{self, Inputs, Verdict};
-use crate::attest::{dsse, TEARDOWN_PREDICATE_TYPE};
-use crate::finding::Severity;
-use crate::model::Exit;
-use crate::scorecard::CONTROLS;
+use selfprobe::attest::verify::{self, Inputs, Verdict};
+use selfprobe::attest::{dsse, TEARDOWN_PREDICATE_TYPE};
+use selfprobe::finding::Severity;
+use selfprobe::model::Exit;
+use selfprobe::scorecard::CONTROLS;
 
 pub struct Options {
     /// (file it came from, key): every --pubkey.
@@ -176,7 +176,7 @@ impl Checked {
 /// input claims when no key was given.
 fn peek(bytes: &[u8]) -> Option<Value> {
     let env: dsse::Envelope = serde_json::from_slice(bytes).ok()?;
-    let payload = crate::util::codec::b64_decode(&env.payload)?;
+    let payload = selfprobe::util::codec::b64_decode(&env.payload)?;
     serde_json::from_slice(&payload).ok()
 }
 
@@ -309,7 +309,7 @@ pub fn parse_inspection(
         Ok(d) => d,
         Err(e) => {
             errors.push(format!(
-                "{}: not an inspection ({e}): expected what `selfprobe inspect` wrote",
+                "{}: not an inspection ({e}): expected what `selfprobe-host inspect` wrote",
                 path.display()
             ));
             return out;
@@ -331,7 +331,7 @@ pub fn parse_inspection(
                     .and_then(|f| f.strip_suffix(".intoto.json"))
             })
             .map(str::to_string);
-        let stem = named.unwrap_or_else(|| crate::util::filename::stem(&name));
+        let stem = named.unwrap_or_else(|| selfprobe::util::filename::stem(&name));
         out.insert(
             stem,
             Inspected {
@@ -427,7 +427,7 @@ pub fn row_with(
     let mut report_env: Option<Checked> = None;
     let mut teardown: Option<Checked> = None;
     let mut files = g.files.clone();
-    crate::util::sort::sort(&mut files);
+    selfprobe::util::sort::sort(&mut files);
     for (role, path) in &files {
         let shown = path.display().to_string();
         let bytes = match read(path, g.explicit) {

@@ -2,6 +2,7 @@
 //! names the file, the line and what was expected, like cargo-deny's config
 //! errors, because a policy is written by hand and read in CI logs.
 
+use crate::finding::Code;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
@@ -423,7 +424,7 @@ impl Policy {
             let subject = format!("{file}:{}", ex.line);
             if let Some(problem) = problem {
                 let mut f = Finding::new(
-                    "policy.exception-invalid",
+                    Code::PolicyExceptionInvalid,
                     subject.clone(),
                     format!(
                         "the exception for {} at {subject} is not applied: {problem}",
@@ -714,8 +715,8 @@ expires = "2999-01-01"
 "#;
         let p = Policy::parse("p.toml", text).unwrap();
         let mut fs = vec![
-            Finding::new("mount.socket", "/run/x.sock", "m"),
-            Finding::new("mount.socket", "/run/y.sock", "m"),
+            Finding::new(Code::MountSocket, "/run/x.sock", "m"),
+            Finding::new(Code::MountSocket, "/run/y.sock", "m"),
         ];
         let raised = p.apply(&mut fs, (2026, 11, 29));
         assert_eq!(raised.len(), 3);
@@ -815,7 +816,7 @@ expires = "2999-01-01"
     #[test]
     fn severity_override_applies() {
         let p = Policy::parse("p", "[severity]\n\"mount.socket\" = \"low\"\n").unwrap();
-        let mut fs = vec![Finding::new("mount.socket", "/s", "m")];
+        let mut fs = vec![Finding::new(Code::MountSocket, "/s", "m")];
         p.apply(&mut fs, (2026, 1, 1));
         assert_eq!(fs[0].severity, Severity::Low);
     }

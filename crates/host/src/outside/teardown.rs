@@ -11,6 +11,7 @@
 //! (O_NOFOLLOW), at most 64 KiB, and on a worker the deadline can leave
 //! behind if the volume's filesystem hangs.
 
+use selfprobe::finding::Code;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -320,7 +321,7 @@ pub fn teardown(opts: &Options, signer: &Signer) -> Result<Teardown, TeardownErr
         match &exists {
             Ok(Some(state)) => t.findings.push(base(
                 Finding::new(
-                    "teardown.container-remains",
+                    Code::TeardownContainerRemains,
                     c.name.clone(),
                     format!("{}: the container still exists ({state})", c.name),
                 )
@@ -329,7 +330,7 @@ pub fn teardown(opts: &Options, signer: &Signer) -> Result<Teardown, TeardownErr
             Ok(None) => {}
             Err(e) => t.findings.push(base(
                 Finding::new(
-                    "teardown.unchecked",
+                    Code::TeardownUnchecked,
                     c.name.clone(),
                     format!("{}: whether the container remains is unknown: {e}", c.name),
                 )
@@ -352,7 +353,7 @@ pub fn teardown(opts: &Options, signer: &Signer) -> Result<Teardown, TeardownErr
                 Ok(None) => v.remains = Some(false),
                 Err(e) => t.findings.push(base(
                     Finding::new(
-                        "teardown.unchecked",
+                        Code::TeardownUnchecked,
                         name.clone(),
                         format!("{}: whether volume {name} remains is unknown: {e}", c.name),
                     )
@@ -380,7 +381,7 @@ pub fn teardown(opts: &Options, signer: &Signer) -> Result<Teardown, TeardownErr
                                 .map(|p| p.display().to_string())
                                 .unwrap_or_default();
                             t.findings.push(base(Finding::new(
-                                "policy.retain-invalid",
+                                Code::PolicyRetainInvalid,
                                 format!("{file}:{}", r.line),
                                 format!("the [[retain]] entry for {} at {file}:{} is not applied: {problem}", r.volume, r.line),
                             ).with("volume", name.clone()).with("problem", problem)));
@@ -390,7 +391,7 @@ pub fn teardown(opts: &Options, signer: &Signer) -> Result<Teardown, TeardownErr
                 if v.retained.is_none() {
                     t.findings.push(base(
                         Finding::new(
-                            "teardown.volume-remains",
+                            Code::TeardownVolumeRemains,
                             name.clone(),
                             format!(
                                 "{}: the {} volume {name} remains and no [[retain]] entry owns it",
@@ -428,7 +429,7 @@ pub fn teardown(opts: &Options, signer: &Signer) -> Result<Teardown, TeardownErr
                             k.signature = Some(sig);
                             if v.retained.is_none() {
                                 t.findings.push(base(Finding::new(
-                                    "teardown.canary-found",
+                                    Code::TeardownCanaryFound,
                                     path.clone(),
                                     format!("{}: the canary of run {run} planted at {path} survives in volume {}", c.name, v.name),
                                 ).with("canary_run_id", run.clone()).with("volume", v.name.clone())
@@ -438,7 +439,7 @@ pub fn teardown(opts: &Options, signer: &Signer) -> Result<Teardown, TeardownErr
                         }
                         Err(e) => t.findings.push(base(
                             Finding::new(
-                                "teardown.unchecked",
+                                Code::TeardownUnchecked,
                                 path.clone(),
                                 format!(
                                     "{}: the canary {path} could not be looked for: {e}",

@@ -21,6 +21,7 @@ par=("$@")
 [ ${#par[@]} -gt 0 ] || par=(1 4)
 cargo build --release --quiet
 bin=$PWD/target/x86_64-unknown-linux-gnu/release/selfprobe
+host=$PWD/target/x86_64-unknown-linux-gnu/release/selfprobe-host
 tmp=$(mktemp -d /tmp/selfprobe-bench-inspect.XXXXXX)
 tag="selfprobe-bench-inspect-$$"
 names=()
@@ -77,7 +78,7 @@ echo "bare docker exec CTR true: $(( (t1 - t0) / 1000000 / n )) ms per call sequ
 for p in "${par[@]}"; do
     out="$tmp/out-$p"
     s=$(now)
-    "$bin" inspect --engine docker --parallel "$p" --out-dir "$out" --format json "${names[@]}" > "$tmp/insp-$p.json" || true
+    "$host" inspect --engine docker --parallel "$p" --out-dir "$out" --format json "${names[@]}" > "$tmp/insp-$p.json" || true
     e=$(now)
     summarize "$tmp/insp-$p.json" "$out" "$p" "$(( (e - s) / 1000000 ))" "$n"
 done
@@ -94,7 +95,7 @@ done
 for p in 1 4; do
     out="$tmp/outm-$p"
     s=$(now)
-    "$bin" inspect --engine docker --parallel "$p" --out-dir "$out" --format json "${mounted[@]}" > "$tmp/inspm-$p.json" || true
+    "$host" inspect --engine docker --parallel "$p" --out-dir "$out" --format json "${mounted[@]}" > "$tmp/inspm-$p.json" || true
     e=$(now)
     summarize "$tmp/inspm-$p.json" "$out" "$p (probe bind-mounted)" "$(( (e - s) / 1000000 ))" "$n"
 done

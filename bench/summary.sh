@@ -28,6 +28,7 @@ done
 
 cargo build --release --quiet
 bin=$PWD/target/x86_64-unknown-linux-gnu/release/selfprobe
+host=$PWD/target/x86_64-unknown-linux-gnu/release/selfprobe-host
 work=$(mktemp -d)
 tag="localhost/selfprobe-bench-summary:$$"
 cleanup() { podman rmi -f "$tag" >/dev/null 2>&1 || true; rm -rf "$work"; }
@@ -73,12 +74,12 @@ measure() { # NAME RUNS CMD... : prints "NAME ms... | kib..." lines for summariz
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 {
     for fmt in text json sarif junit html; do
-        measure "summary-$fleet-$fmt" "$runs" "$bin" summary --pubkey "$work/fleet/signing.pub" \
+        measure "summary-$fleet-$fmt" "$runs" "$host" summary --pubkey "$work/fleet/signing.pub" \
             --nonces "$work/fleet/nonces" --binary-sha256 "$sha" --format "$fmt" "$work/fleet"
     done
     # Envelopes alone (no report file beside each to compare with).
     mkdir -p "$work/envs" && cp "$work/fleet"/*.intoto.json "$work/envs/"
-    measure "summary-$fleet-envelopes-only" "$runs" "$bin" summary --pubkey "$work/fleet/signing.pub" \
+    measure "summary-$fleet-envelopes-only" "$runs" "$host" summary --pubkey "$work/fleet/signing.pub" \
         --nonces "$work/fleet/nonces" --binary-sha256 "$sha" "$work/envs"
 } >"$work/summary.txt"
 
@@ -97,8 +98,8 @@ for side in a b; do
 done
 big_bytes=$(stat -c %s "$work/a.json")
 {
-    measure diff-1M-text "$runs" "$bin" diff "$work/a.json" "$work/b.json"
-    measure diff-1M-json "$runs" "$bin" diff --format json "$work/a.json" "$work/b.json"
+    measure diff-1M-text "$runs" "$host" diff "$work/a.json" "$work/b.json"
+    measure diff-1M-json "$runs" "$host" diff --format json "$work/a.json" "$work/b.json"
 } >>"$work/summary.txt"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 

@@ -733,6 +733,7 @@ pub fn summary_inputs(data: &[u8]) {
             keys,
             nonces: None,
             binary_sha256: None,
+            host_sha256: None,
         };
         let w = summary::row_with(&g, &opts, None, &read);
         assert!(w.controls.iter().all(|c| c.score.is_none_or(|s| s <= 2)));

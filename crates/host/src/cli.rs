@@ -284,6 +284,9 @@ pub struct SummaryArgs {
     /// The SHA-256 (hex) of the selfprobe binary that made the reports: every attested tool.sha256 must be this
     #[arg(long, value_name = "HEX", value_parser = parse_sha256)]
     pub binary_sha256: Option<String>,
+    /// The SHA-256 (hex) of the selfprobe-host binary that made the teardown statements: every one's tool.sha256 must be this
+    #[arg(long, value_name = "HEX", value_parser = parse_sha256)]
+    pub host_sha256: Option<String>,
     /// Output format
     #[arg(long, value_enum, default_value_t = SummaryFormat::Text)]
     pub format: SummaryFormat,

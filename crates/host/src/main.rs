@@ -240,6 +240,7 @@ fn summary(args: SummaryArgs) -> Result<Exit, Failure> {
         &args.pubkey,
         args.nonces.as_deref(),
         args.binary_sha256.clone(),
+        args.host_sha256.clone(),
         args.format,
     ))
     .map_err(|f| f.within("summary"))?;

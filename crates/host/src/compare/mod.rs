@@ -224,6 +224,7 @@ pub fn summary_command(
     pubkeys: &[PathBuf],
     nonces: Option<&Path>,
     binary_sha256: Option<String>,
+    host_sha256: Option<String>,
     format: SummaryFormat,
 ) -> Result<Outcome, Stop> {
     let mut keys_ = Vec::new();
@@ -252,6 +253,7 @@ pub fn summary_command(
             keys: keys_,
             nonces,
             binary_sha256,
+            host_sha256,
         },
     );
     let text = match format {

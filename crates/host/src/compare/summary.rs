@@ -27,7 +27,11 @@ pub struct Options {
     pub keys: Vec<(String, VerifyingKey)>,
     /// (file, name → nonce) of --nonces.
     pub nonces: Option<(String, BTreeMap<String, String>)>,
+    /// --binary-sha256: the probe that made the reports.
     pub binary_sha256: Option<String>,
+    /// --host-sha256: the host tool that made the teardown statements
+    /// (teardown runs on the host, not in the workspace).
+    pub host_sha256: Option<String>,
 }
 
 /// One scorecard control of a row.
@@ -208,11 +212,24 @@ fn check_envelope(path: &str, bytes: &[u8], opts: &Options, nonce: Option<&str>)
     // reports and teardown statements signed by different keys verify in
     // one summary.
     let mut last: Option<Verdict> = None;
+    // A report names the probe that made it, a teardown statement the host
+    // tool: each is held to its own binary. The type is read before the
+    // signature is checked only to pick which; verify then checks the type
+    // it signed, and a statement that claims one type to dodge the other's
+    // check is read as what it signed.
+    let is_teardown = peek(bytes).is_some_and(|st| {
+        st.get("predicateType").and_then(Value::as_str) == Some(TEARDOWN_PREDICATE_TYPE)
+    });
+    let want_sha = if is_teardown {
+        opts.host_sha256.as_deref()
+    } else {
+        opts.binary_sha256.as_deref()
+    };
     for (_, key) in &opts.keys {
         let v = verify::verify(&Inputs {
             pubkey: *key,
             nonce,
-            binary_sha256: opts.binary_sha256.as_deref(),
+            binary_sha256: want_sha,
             envelope: Some((path, bytes)),
             sshsig: None,
         });

@@ -9,7 +9,6 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use toml::de::DeValue;
 use toml::Spanned;
 
 mod raw;
@@ -497,7 +496,7 @@ fn check_code(src: &Source, code: &Spanned<String>) -> Result<(), PolicyError> {
 fn destination_rule(
     src: &Source,
     list: &str,
-    d: &raw::Value<'_>,
+    d: &raw::Value,
 ) -> Result<DestinationRule, PolicyError> {
     let span = Some(d.span());
     let (line, column) = line_col(src.text, d.span().start);
@@ -510,27 +509,21 @@ fn destination_rule(
         )
     };
     let (url, timeout) = match d.get_ref() {
-        DeValue::String(s) => (s.to_string(), None),
-        DeValue::Table(t) => {
-            let keys = || t.iter().map(|(k, _)| k.get_ref().as_ref());
-            if let Some(k) = keys().find(|k: &&str| *k != "url" && *k != "timeout") {
+        toml::Value::String(s) => (s.to_string(), None),
+        toml::Value::Table(t) => {
+            if let Some(k) = t.keys().find(|k| *k != "url" && *k != "timeout") {
                 return Err(src.err(
                     span,
                     format!("network.{list}: unknown key '{k}' in a destination: expected url and timeout"),
                 ));
             }
-            let get = |name: &str| {
-                t.iter()
-                    .find(|(k, _)| k.get_ref() == name)
-                    .map(|(_, v)| v.get_ref())
-            };
-            let url = match get("url") {
-                Some(DeValue::String(s)) => s.to_string(),
+            let url = match t.get("url") {
+                Some(toml::Value::String(s)) => s.to_string(),
                 _ => return Err(shape()),
             };
-            let timeout = match get("timeout") {
+            let timeout = match t.get("timeout") {
                 None => None,
-                Some(DeValue::String(s)) => Some(parse_duration(s).map_err(|m| {
+                Some(toml::Value::String(s)) => Some(parse_duration(s).map_err(|m| {
                     src.err(span.clone(), format!("network.{list}: timeout of {url}: {m}"))
                 })?),
                 Some(_) => {

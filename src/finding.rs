@@ -89,7 +89,7 @@ impl FromStr for Severity {
 
 /// fail: the danger signal is present; excepted: present but covered by a
 /// valid policy exception; unknown: it could not be checked (never a pass).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Fail,
@@ -210,14 +210,16 @@ pub fn phase_name(phase: u8) -> &'static str {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct AppliedException {
     pub owner: String,
     pub reason: String,
     pub expires: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Finding {
     /// Stable across runs: derived from code and subject, so two reports can
     /// be diffed and scorecard entries point at findings.
@@ -235,6 +237,28 @@ pub struct Finding {
     pub remediation: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exception: Option<AppliedException>,
+}
+
+/// What a finding read back (model::read) lacks: a finding without its
+/// severity counts as info, without its status as unknown (could not be
+/// checked, never a pass). Only reports read back take these.
+impl Default for Finding {
+    fn default() -> Finding {
+        Finding {
+            id: String::new(),
+            code: String::new(),
+            severity: Severity::Info,
+            status: Status::Unknown,
+            phase: 0,
+            control: String::new(),
+            title: String::new(),
+            subject: String::new(),
+            message: String::new(),
+            evidence: BTreeMap::new(),
+            remediation: String::new(),
+            exception: None,
+        }
+    }
 }
 
 impl Finding {

@@ -2,20 +2,30 @@
 //! Renderers (src/report/) and signing (src/attest/) both import this
 //! module; it imports neither, so neither depends on the other through it.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::finding::{Finding, Severity, Status};
 use crate::probe::{Facts, ProbeRecord};
 use crate::scorecard::Scorecard;
 
+/// Text of the report that is usually a constant of the probe's (a kind, a
+/// probe's name, a control's key): borrowed when the probe writes it, owned
+/// when a report is read back (the host tool, `verify`). Serialized as the
+/// string either way.
+pub type Text = Cow<'static, str>;
+
+pub mod read;
+
 pub const SCHEMA: &str = "https://selfprobe.dev/schema/report/v1";
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Report {
-    pub schema: &'static str,
+    pub schema: Text,
     pub schema_version: u32,
     pub tool: ToolInfo,
     pub run: RunInfo,
@@ -29,15 +39,17 @@ pub struct Report {
     pub signing: Option<SigningInfo>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ToolInfo {
-    pub name: &'static str,
-    pub version: &'static str,
+    pub name: Text,
+    pub version: Text,
     /// SHA-256 of the running binary, or None when /proc/self/exe is unreadable.
     pub sha256: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RunInfo {
     pub id: String,
     pub started: String,
@@ -53,17 +65,18 @@ pub struct RunInfo {
     pub fail_on: Option<Severity>,
     pub timeout_ms: u128,
     /// Probes still running when --timeout passed; the run exits 3.
-    pub unfinished: Vec<&'static str>,
+    pub unfinished: Vec<Text>,
     pub write_test: bool,
     /// The verifier's challenge (--nonce), bound into the signatures.
     pub nonce: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Summary {
     pub total: usize,
-    pub by_severity: BTreeMap<&'static str, usize>,
-    pub by_status: BTreeMap<&'static str, usize>,
+    pub by_severity: BTreeMap<Text, usize>,
+    pub by_status: BTreeMap<Text, usize>,
     /// Findings at or above --fail-on that are not excepted.
     pub gating: usize,
     pub exit_code: Exit,
@@ -72,8 +85,8 @@ pub struct Summary {
 /// The process's exit codes (docs/output.md, "Exit codes"). A signal that
 /// stops a run exits 128 + its number (host::remove_on_signal); 101 is
 /// Rust's code for a panic outside a probe, which no path is meant to reach.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(into = "i32")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(into = "i32", try_from = "i32")]
 pub enum Exit {
     /// Nothing at or above --fail-on (or `verify`: every signature holds).
     Clean = 0,
@@ -82,13 +95,30 @@ pub enum Exit {
     /// Usage, policy or key error: nothing was probed.
     Usage = 2,
     /// A probe failed or was cut by --timeout, or the output could not be
-    /// written.
+    /// written. Also what a report read back that records no exit code
+    /// counts as (model::read): the host never takes a missing one for 0.
+    #[default]
     ProbeFailed = 3,
 }
 
 impl From<Exit> for i32 {
     fn from(e: Exit) -> i32 {
         e as i32
+    }
+}
+
+/// A report read back names its exit code as a number; one that is not an
+/// exit code of selfprobe's does not read.
+impl TryFrom<i32> for Exit {
+    type Error = String;
+    fn try_from(n: i32) -> Result<Exit, String> {
+        match n {
+            0 => Ok(Exit::Clean),
+            1 => Ok(Exit::Findings),
+            2 => Ok(Exit::Usage),
+            3 => Ok(Exit::ProbeFailed),
+            _ => Err(format!("{n} is not an exit code of selfprobe's (0 to 3)")),
+        }
     }
 }
 
@@ -102,8 +132,8 @@ pub fn summarize(findings: &[Finding], fail_on: Option<Severity>, probe_failed: 
     let mut by_severity = BTreeMap::new();
     let mut by_status = BTreeMap::new();
     for f in findings {
-        *by_severity.entry(f.severity.as_str()).or_insert(0) += 1;
-        *by_status.entry(f.status.as_str()).or_insert(0) += 1;
+        *by_severity.entry(f.severity.as_str().into()).or_insert(0) += 1;
+        *by_status.entry(f.status.as_str().into()).or_insert(0) += 1;
     }
     let gating = findings
         .iter()
@@ -127,9 +157,10 @@ pub fn summarize(findings: &[Finding], fail_on: Option<Severity>, probe_failed: 
 
 /// The signing section of the report (and so of the predicate): which key
 /// signed, whether it was made for this run only, and what was produced.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SigningInfo {
-    pub algorithm: &'static str,
+    pub algorithm: Text,
     /// DSSE keyid (keys::keyid).
     pub keyid: String,
     /// `ssh-ed25519 AAAA…`: with an ephemeral key this is the only place the
@@ -140,9 +171,9 @@ pub struct SigningInfo {
     /// not who made it.
     pub ephemeral: bool,
     /// "file", "fd", "env" or "ephemeral" (never a path or the key).
-    pub key_source: &'static str,
+    pub key_source: Text,
     /// "dsse" (--attest) and/or "sshsig" (--sshsig).
-    pub formats: Vec<&'static str>,
+    pub formats: Vec<Text>,
 }
 
 /// Orders findings for reading: by phase, most severe first, then code and subject.

@@ -50,14 +50,14 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
         cfg.fail_on,
         collected.panicked || !collected.cut_by_deadline.is_empty(),
     );
-    crate::util::sort::sort_by_key(&mut collected.records, |r| (r.phase, r.name));
+    crate::util::sort::sort_by_key(&mut collected.records, |r| (r.phase, r.name.clone()));
 
     Report {
-        schema: model::SCHEMA,
+        schema: model::SCHEMA.into(),
         schema_version: model::SCHEMA_VERSION,
         tool: ToolInfo {
-            name: "selfprobe",
-            version: env!("CARGO_PKG_VERSION"),
+            name: "selfprobe".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
             sha256: host::self_sha256(),
         },
         run: RunInfo {

@@ -2,7 +2,8 @@
 //! A control is scored only when every probe that feeds it finished; "could
 //! not check" is shown as not assessed and counts 0, never as a pass.
 
-use serde::Serialize;
+use crate::model::Text;
+use serde::{Deserialize, Serialize};
 
 use crate::finding::{Finding, Severity, Status};
 use crate::probe::{ProbeRecord, ProbeStatus};
@@ -256,10 +257,11 @@ pub const CONTROLS: &[Control] = &[
     },
 ];
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ControlScore {
-    pub control: &'static str,
-    pub name: &'static str,
+    pub control: Text,
+    pub name: Text,
     /// None: not assessed.
     pub score: Option<u8>,
     pub assessed: bool,
@@ -275,7 +277,8 @@ pub struct ControlScore {
     pub decisive: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Scorecard {
     pub controls: Vec<ControlScore>,
     pub total: u8,
@@ -412,8 +415,8 @@ pub fn score_observed(findings: &[Finding], records: &[ProbeRecord], obs: &Obser
             (Some(d.score), d.level, why)
         };
         controls.push(ControlScore {
-            control: c.key,
-            name: c.name,
+            control: c.key.into(),
+            name: c.name.into(),
             assessed: score.is_some(),
             level,
             score,
@@ -1257,7 +1260,7 @@ mod tests {
 
     fn rec(name: &'static str) -> ProbeRecord {
         ProbeRecord {
-            name,
+            name: name.into(),
             phase: 2,
             status: ProbeStatus::Ok,
             duration_us: 1,
@@ -1773,7 +1776,7 @@ mod tests {
     fn a_failed_probe_is_not_assessed() {
         let mut recs = vec![rec("boundary"), rec("mounts"), rec("devices")];
         recs.push(ProbeRecord {
-            name: "writable",
+            name: "writable".into(),
             phase: 2,
             status: ProbeStatus::Timeout,
             duration_us: 1,

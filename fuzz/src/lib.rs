@@ -284,7 +284,7 @@ pub fn jwt(data: &[u8]) {
         assert_eq!(d.format, "jwt");
         assert_token_bounded(d);
         assert_eq!(
-            file.as_ref().map(|f| f.format),
+            file.as_ref().map(|f| &*f.format),
             Some("jwt"),
             "a JWT file read as something else"
         );

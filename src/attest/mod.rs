@@ -25,7 +25,7 @@ use std::fmt;
 
 use serde_json::{json, Value};
 
-use crate::model::{self, Report, SigningInfo};
+use crate::model::{self, Report, SigningInfo, Text};
 use keys::Signer;
 
 pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
@@ -57,12 +57,12 @@ pub fn signing_info(signer: &Signer, dsse: bool, sshsig: bool) -> SigningInfo {
         formats.push("sshsig");
     }
     SigningInfo {
-        algorithm: "ed25519",
+        algorithm: "ed25519".into(),
         keyid: signer.keyid(),
         public_key: keys::public_openssh(&vk),
         ephemeral: signer.is_ephemeral(),
-        key_source: signer.source,
-        formats,
+        key_source: signer.source.into(),
+        formats: formats.into_iter().map(Text::from).collect(),
     }
 }
 

@@ -13,7 +13,8 @@
 use crate::finding::Code;
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use crate::model::Text;
+use serde::{Deserialize, Serialize};
 
 use crate::facts::platform::{self, Platform};
 use crate::finding::Finding;
@@ -48,7 +49,7 @@ pub fn init_inode(name: &str) -> Option<u64> {
         .map(|(_, i)| *i)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
     /// Namespaces on the host's kernel (runc, crun, LXC).
@@ -63,7 +64,7 @@ pub enum Kind {
     Unknown,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Engine {
     Docker,
@@ -89,7 +90,7 @@ pub enum Engine {
     Unknown,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum Runtime {
     /// An OCI runtime on the host kernel; runc and crun cannot be told
     /// apart from inside.
@@ -124,7 +125,7 @@ pub enum Runtime {
 
 /// The hypervisor under the kernel this process sees. Under a container it
 /// is the host machine's; under gVisor what the Sentry passes on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Virtualized {
     Kvm,
@@ -143,11 +144,12 @@ pub enum Virtualized {
 }
 
 /// One observation and what it told.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
 pub struct Evidence {
     /// The field it decided or supported: kind, engine, runtime, rootless,
     /// virtualized.
-    pub field: &'static str,
+    pub field: Text,
     /// Where it was read.
     pub source: String,
     /// What was there (short, never an environment value but $container).
@@ -155,7 +157,8 @@ pub struct Evidence {
     pub means: String,
 }
 
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct Boundary {
     pub kind: Kind,
     pub engine: Engine,
@@ -390,7 +393,7 @@ struct Decider {
 impl Decider {
     fn saw(&mut self, field: &'static str, source: &str, seen: &str, means: &str) {
         self.evidence.push(Evidence {
-            field,
+            field: field.into(),
             source: source.to_string(),
             seen: short(seen, 160),
             means: means.to_string(),

@@ -17,8 +17,9 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::model::Text;
 use nix::unistd::AccessFlags;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::facts::unchecked::Unchecked;
 use crate::host::Host;
@@ -27,7 +28,8 @@ use crate::policy::Policy;
 pub use engine::Managed;
 pub use parse::{parse_mountinfo, unescape, ParseError};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Mount {
     pub id: u64,
     pub parent: u64,
@@ -68,7 +70,7 @@ impl Mount {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum MountClass {
     /// The container's own root filesystem (or a bind from it).
@@ -101,15 +103,18 @@ pub enum MountClass {
     /// This probe's own binary, bind-mounted in.
     ProbeBinary,
     /// A filesystem type selfprobe does not know: what it holds is unknown.
+    /// Also a mount read back without its class (model::read).
+    #[default]
     Unknown,
 }
 
 /// What the probe saw at one mount point, beyond the mountinfo line.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Contents {
     /// "dir", "file", "socket", "other", "missing", or "unresponsive" for
     /// a mount that did not answer in time.
-    pub file_type: &'static str,
+    pub file_type: Text,
     /// access(2) W_OK for this process.
     pub writable: bool,
     /// Home and credential markers present at the mount point (".ssh", ".aws"…).
@@ -133,12 +138,13 @@ pub struct Contents {
     pub ident: Option<(u64, u64)>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct MountEntry {
     #[serde(flatten)]
     pub mount: Mount,
     pub class: MountClass,
-    pub kinds: Vec<&'static str>,
+    pub kinds: Vec<Text>,
     pub read_only: bool,
     pub allowed: bool,
     /// The engine file this is, when its shape says so.
@@ -157,12 +163,16 @@ pub struct MountEntry {
     /// The coding agent whose own directory or file this is
     /// (probes/agents.toml): a credential-bearing configuration path.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub agent: Option<&'static str>,
+    pub agent: Option<Text>,
     #[serde(flatten)]
     pub contents: Contents,
 }
 
 impl MountEntry {
+    pub fn has_kind(&self, kind: &str) -> bool {
+        self.kinds.iter().any(|k| k == kind)
+    }
+
     /// Reported on its own: not inside a host surface, not covered.
     pub fn reported(&self) -> bool {
         self.within.is_none() && !self.hidden
@@ -231,7 +241,8 @@ fn mark_hidden(entries: &mut [MountEntry]) {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct WorkspaceFacts {
     #[serde(serialize_with = "lossy")]
     pub path: PathBuf,
@@ -246,16 +257,18 @@ pub struct WorkspaceFacts {
 }
 
 /// The engine the table's own engine files name, and the container id.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
 pub struct EngineHint {
-    pub engine: &'static str,
+    pub engine: Text,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub container_id: Option<String>,
     /// The mount point of the file that says so.
     pub evidence: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct MountFacts {
     pub mounts: Vec<MountEntry>,
     pub workspace: Option<WorkspaceFacts>,
@@ -825,7 +838,7 @@ fn inspect_entries(
             }
             None => {
                 unresponsive.push(e.mount.mount_point.to_string_lossy().into_owned());
-                e.contents.file_type = "unresponsive";
+                e.contents.file_type = "unresponsive".into();
             }
         }
     }
@@ -854,7 +867,7 @@ fn own_engine_roots(entries: &mut [MountEntry]) {
         }
         let mp = &e.mount.mount_point;
         if !host_derived.iter().any(|h| h != mp && mp.starts_with(h)) {
-            e.kinds.push("own-engine");
+            e.kinds.push("own-engine".into());
         }
     }
 }
@@ -907,7 +920,7 @@ fn engine_hint(entries: &mut [MountEntry]) -> Option<EngineHint> {
     let storage = engine::resolve_storage_engine(&own, cgroup);
     for e in entries.iter_mut() {
         if let Some(m) = e.managed.as_mut().filter(|m| m.by == "containers-storage") {
-            m.by = storage;
+            m.by = storage.into();
         }
     }
     let rank = |mp: &Path| {
@@ -925,14 +938,14 @@ fn engine_hint(entries: &mut [MountEntry]) -> Option<EngineHint> {
         .iter()
         .filter(|e| e.within.is_none())
         .filter_map(|e| e.managed.as_ref().map(|m| (e, m)))
-        .filter(|(_, m)| matches!(m.by, "docker" | "podman" | "cri-o" | "containerd" | "lxc"))
+        .filter(|(_, m)| matches!(&*m.by, "docker" | "podman" | "cri-o" | "containerd" | "lxc"))
         .min_by_key(|(e, _)| rank(&e.mount.mount_point))
         .map(|(e, m)| EngineHint {
-            engine: m.by,
+            engine: m.by.clone(),
             container_id: m
                 .id
                 .clone()
-                .filter(|_| matches!(m.by, "docker" | "podman" | "cri-o")),
+                .filter(|_| matches!(&*m.by, "docker" | "podman" | "cri-o")),
             evidence: e.mount.mount_point.to_string_lossy().into_owned(),
         })
 }
@@ -948,7 +961,7 @@ fn inspect(host: &Host, mount_point: &Path, deep: bool) -> Contents {
         Ok(_) => "other",
     };
     let mut c = Contents {
-        file_type,
+        file_type: file_type.into(),
         writable: host.access(mount_point, AccessFlags::W_OK).is_ok(),
         ident: meta.as_ref().ok().map(|m| (m.dev(), m.ino())),
         ..Contents::default()
@@ -1092,13 +1105,13 @@ fn refine(
     if gofer {
         // gVisor shows every bind as its own 9p mount of "/": the host path
         // is hidden, and "/" says nothing about it.
-        e.kinds.push("gofer");
+        e.kinds.push("gofer".into());
     }
     if kata {
-        e.kinds.push("kata-shared");
+        e.kinds.push("kata-shared".into());
     }
     if e.class == MountClass::Unknown {
-        e.kinds.push("unknown-fstype");
+        e.kinds.push("unknown-fstype".into());
     }
     let root = e.mount.root.to_string_lossy().into_owned();
     let mp = e.mount.mount_point.to_string_lossy().into_owned();
@@ -1117,7 +1130,7 @@ fn refine(
             return;
         }
         if !gofer && !kata {
-            e.kinds.push("whole-filesystem");
+            e.kinds.push("whole-filesystem".into());
         }
     }
     let mut kinds: Vec<&'static str> = Vec::new();
@@ -1138,7 +1151,7 @@ fn refine(
             // An agent's own directory (~/.codex, ~/.local/share/opencode):
             // its keys and sessions, whatever the first component says.
             if let Some((a, _)) = crate::catalog::agent_of_home_path(rest) {
-                e.agent = Some(a.name.as_str());
+                e.agent = Some(a.name.as_str().into());
                 if !kinds.contains(&"config") && !kinds.contains(&"cache") {
                     kinds.push("config");
                 }
@@ -1165,7 +1178,7 @@ fn refine(
     // or seen only by its mount point (gVisor hides the host path).
     if e.agent.is_none() && !kinds.contains(&"home") {
         if let Some((a, _)) = crate::catalog::agent_of_mount_point(&mp) {
-            e.agent = Some(a.name.as_str());
+            e.agent = Some(a.name.as_str().into());
             if !kinds.contains(&"config") {
                 kinds.push("config");
             }
@@ -1174,7 +1187,7 @@ fn refine(
     if e.contents.git {
         kinds.push("git");
     }
-    e.kinds.extend(kinds);
+    e.kinds.extend(kinds.into_iter().map(Text::from));
 }
 
 fn workspace_facts(
@@ -1244,7 +1257,7 @@ pub fn apply_policy(facts: &mut MountFacts, policy: &Policy) {
             // not storage that outlives it.
             MountClass::Volume if w.path.starts_with(mp) => {
                 e.class = MountClass::Workspace;
-                e.kinds.push("volume");
+                e.kinds.push("volume".into());
             }
             _ => {}
         }

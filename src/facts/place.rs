@@ -6,7 +6,8 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use serde::Serialize;
+use crate::model::Text;
+use serde::{Deserialize, Serialize};
 
 use crate::facts::mounts::{MountClass, MountEntry, MountFacts};
 use crate::host::Host;
@@ -69,7 +70,7 @@ fn steps(p: &Path) -> Vec<std::ffi::OsString> {
 }
 
 /// How long what is stored at a path lives, seen from the container.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Retention {
     /// Survives the container: a host path, a volume or the workspace.
@@ -77,10 +78,13 @@ pub enum Retention {
     /// Goes with the container: its own layer or a tmpfs.
     Ephemeral,
     /// No mount table to tell, or a filesystem type selfprobe does not know.
+    /// Also what a report read back without it (model::read) says.
+    #[default]
     Unknown,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Placement {
     pub mount_point: String,
     pub mount_class: Option<MountClass>,
@@ -90,7 +94,7 @@ pub struct Placement {
     pub fstype: String,
     pub retention: Retention,
     /// host, volume, workspace, or none.
-    pub shared_with: &'static str,
+    pub shared_with: Text,
     pub read_only_mount: bool,
 }
 
@@ -119,7 +123,7 @@ pub fn place(mounts: Option<&MountFacts>, p: &Path) -> Placement {
             host_path: None,
             fstype: String::new(),
             retention: Retention::Unknown,
-            shared_with: "unknown",
+            shared_with: "unknown".into(),
             read_only_mount: false,
         };
     };
@@ -160,7 +164,7 @@ pub fn place(mounts: Option<&MountFacts>, p: &Path) -> Placement {
         host_path,
         fstype: e.mount.fstype.clone(),
         retention,
-        shared_with,
+        shared_with: shared_with.into(),
         read_only_mount: e.read_only,
     }
 }

@@ -9,7 +9,8 @@
 //! Each field is None when its source could not be read: `diff` then shows
 //! the fact as unknown, never as the same.
 
-use serde::Serialize;
+use crate::model::Text;
+use serde::{Deserialize, Serialize};
 
 /// AT_PAGESZ in the auxiliary vector (include/uapi/linux/auxvec.h).
 const AT_PAGESZ: u64 = 6;
@@ -17,7 +18,8 @@ const AT_PAGESZ: u64 = 6;
 /// 8192, and a hostile fixture must not make a loop of billions.
 const MAX_CPUS: u64 = 1 << 16;
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
 pub struct Platform {
     /// uname's machine: x86_64, aarch64… (from /proc/sys/kernel/arch, else
     /// uname(2) on the live system).
@@ -32,7 +34,7 @@ pub struct Platform {
     pub cpus: Option<u64>,
     /// The cgroup hierarchy the workspace sees: v1, v2, hybrid (both), or
     /// none (no cgroup filesystem mounted and no /proc/self/cgroup entries).
-    pub cgroup: Option<&'static str>,
+    pub cgroup: Option<Text>,
 }
 
 /// The raw texts `derive` reads.
@@ -64,7 +66,7 @@ pub fn derive(s: &Sources) -> Platform {
             .or_else(|| s.version.and_then(release_of_version)),
         page_size: s.auxv.and_then(page_size),
         cpus: s.cpus_online.and_then(cpu_count),
-        cgroup: cgroup_version(s.mountinfo, s.cgroup),
+        cgroup: cgroup_version(s.mountinfo, s.cgroup).map(Text::from),
     }
 }
 
@@ -182,7 +184,7 @@ mod tests {
                 kernel_release: Some("6.18.44-fc-v1045".into()),
                 page_size: Some(4096),
                 cpus: Some(2),
-                cgroup: Some("v1"),
+                cgroup: Some("v1".into()),
             }
         );
     }
@@ -201,7 +203,7 @@ mod tests {
         assert_eq!(p.machine.as_deref(), Some("x86_64"));
         assert_eq!(p.kernel_release.as_deref(), Some("4.4.0"));
         assert_eq!(p.page_size, Some(4096));
-        assert_eq!(p.cgroup, Some("none"));
+        assert_eq!(p.cgroup.as_deref(), Some("none"));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::facts::mounts::{MountClass, MountFacts};
 use crate::host::{read_regular, Host};
@@ -128,7 +128,8 @@ pub struct Home {
 }
 
 /// Who owns a file: the uid, and the account's name when /etc/passwd has it.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
 pub struct Owner {
     pub uid: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -260,7 +261,7 @@ fn homes(host: &Host, passwd: &Passwd, mounts: Option<&MountFacts>) -> Vec<Home>
     if let Some(h) = env_home {
         add(PathBuf::from(h), "env:HOME".into(), None);
     }
-    for e in entries.filter(|e| e.kinds.contains(&"home")) {
+    for e in entries.filter(|e| e.has_kind("home")) {
         let mp = &e.mount.mount_point;
         add(
             mp.clone(),

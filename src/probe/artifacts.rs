@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use crate::model::Text;
 use nix::unistd::AccessFlags;
 use serde::{Deserialize, Serialize};
 
@@ -212,10 +213,11 @@ fn family(name: &str) -> &'static FamilyDef {
 // Credential scanning: pure, and the only code that sees a credential's value.
 // It returns where and what kind, never the value or any part of it.
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CredItem {
     pub line: usize,
-    pub kind: &'static str,
+    pub kind: Text,
     /// The configuration key (never its value), reduced to a safe shape.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
@@ -275,7 +277,7 @@ fn url_credentials(line_no: usize, line: &str, out: &mut Vec<CredItem>) {
             if let Some(kind) = kind {
                 out.push(CredItem {
                     line: line_no,
-                    kind,
+                    kind: kind.into(),
                     key: None,
                     host: Some(safe_label(host, 100)),
                 });
@@ -299,7 +301,7 @@ pub fn scan_credentials(format: CredFormat, text: &str) -> Vec<CredItem> {
         if !text.trim().is_empty() {
             out.push(CredItem {
                 line: 1,
-                kind: "token file",
+                kind: "token file".into(),
                 key: None,
                 host: None,
             });
@@ -320,7 +322,7 @@ pub fn scan_credentials(format: CredFormat, text: &str) -> Vec<CredItem> {
                 if !inner.is_empty() && !is_reference(inner) {
                     out.push(CredItem {
                         line: text[..start].matches('\n').count() + 1,
-                        kind: "password in settings",
+                        kind: "password in settings".into(),
                         key: Some(tag.to_string()),
                         host: None,
                     });
@@ -355,7 +357,7 @@ pub fn scan_credentials(format: CredFormat, text: &str) -> Vec<CredItem> {
                             .map(|h| safe_label(h, 100));
                         out.push(CredItem {
                             line: line_no,
-                            kind: "npm registry credential",
+                            kind: "npm registry credential".into(),
                             key: Some(last.to_string()),
                             host,
                         });
@@ -373,7 +375,7 @@ pub fn scan_credentials(format: CredFormat, text: &str) -> Vec<CredItem> {
                     {
                         out.push(CredItem {
                             line: line_no,
-                            kind: "yarn registry credential",
+                            kind: "yarn registry credential".into(),
                             key: Some(key),
                             host: None,
                         });
@@ -401,7 +403,7 @@ pub fn scan_credentials(format: CredFormat, text: &str) -> Vec<CredItem> {
                     if named && !v.is_empty() && !is_reference(v) {
                         out.push(CredItem {
                             line: line_no,
-                            kind: "credential property",
+                            kind: "credential property".into(),
                             key: Some(safe_label(&key, 80)),
                             host: None,
                         });
@@ -419,7 +421,7 @@ pub fn scan_credentials(format: CredFormat, text: &str) -> Vec<CredItem> {
                     {
                         out.push(CredItem {
                             line: line_no,
-                            kind: "registry token",
+                            kind: "registry token".into(),
                             key: Some(key),
                             host: None,
                         });
@@ -435,7 +437,8 @@ pub fn scan_credentials(format: CredFormat, text: &str) -> Vec<CredItem> {
 // ---------------------------------------------------------------------------
 // Caches
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CacheEntry {
     pub name: String,
     pub class: String,
@@ -457,7 +460,7 @@ pub struct CacheEntry {
     pub real: PathBuf,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CredentialHit {
     pub tool: String,
     pub path: String,
@@ -468,12 +471,13 @@ pub struct CredentialHit {
     /// The cache this file lives in, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub in_cache: Option<String>,
-    pub sensitivity: &'static str,
+    pub sensitivity: Text,
     #[serde(flatten)]
     pub placement: Placement,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CacheFacts {
     pub homes: Vec<String>,
     /// Cache locations looked at (under each home, named by a variable,
@@ -586,8 +590,7 @@ pub fn collect_caches(
                 continue;
             }
             let def = cache_for_mount(&e.mount.root, &e.mount.mount_point).or_else(|| {
-                e.kinds
-                    .contains(&"cache")
+                e.has_kind("cache")
                     .then(|| cache_defs().iter().find(|d| d.generic))
                     .flatten()
             });
@@ -689,7 +692,7 @@ pub fn collect_caches(
             items,
             owner: place::uid_of(host, &real).map(|u| users.owner(u)),
             in_cache,
-            sensitivity: "secret",
+            sensitivity: "secret".into(),
             placement: place::place(mounts, &real),
         });
     }
@@ -721,7 +724,7 @@ fn with_placement(f: Finding, p: &Placement) -> Finding {
             "retention",
             serde_json::to_value(p.retention).unwrap_or_default(),
         )
-        .with("shared_with", p.shared_with)
+        .with("shared_with", p.shared_with.clone())
         .with("fstype", p.fstype.clone());
     if let Some(c) = p.mount_class {
         f = f.with("mount_class", serde_json::to_value(c).unwrap_or_default());
@@ -741,7 +744,7 @@ pub fn evaluate_caches(f: &CacheFacts) -> Vec<Finding> {
     for c in reported_caches(f) {
         // The blueprint's 0-point signal is a host or global cache shared
         // blindly; a volume is at least the engine's, not the host's.
-        let (sev, whose) = match c.placement.shared_with {
+        let (sev, whose) = match &*c.placement.shared_with {
             "host" => (Severity::High, "a host path shared with the host"),
             "volume" => (Severity::Medium, "a volume that outlives the container"),
             _ => (
@@ -773,7 +776,7 @@ pub fn evaluate_caches(f: &CacheFacts) -> Vec<Finding> {
         out.push(with_placement(fnd, &c.placement));
     }
     for h in &f.credentials {
-        let kinds: BTreeSet<&str> = h.items.iter().map(|i| i.kind).collect();
+        let kinds: BTreeSet<&str> = h.items.iter().map(|i| &*i.kind).collect();
         let hosts: BTreeSet<&str> = h.items.iter().filter_map(|i| i.host.as_deref()).collect();
         let keys: BTreeSet<&str> = h.items.iter().filter_map(|i| i.key.as_deref()).collect();
         let lines: Vec<usize> = h.items.iter().map(|i| i.line).collect();
@@ -813,7 +816,8 @@ pub fn evaluate_caches(f: &CacheFacts) -> Vec<Finding> {
 // ---------------------------------------------------------------------------
 // Browser profiles
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct BrowserProfile {
     pub browser: String,
     pub family: String,
@@ -833,12 +837,13 @@ pub struct BrowserProfile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub owner: Option<Owner>,
     pub writable: bool,
-    pub sensitivity: &'static str,
+    pub sensitivity: Text,
     #[serde(flatten)]
     pub placement: Placement,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct BrowserFacts {
     pub profiles: Vec<BrowserProfile>,
     /// Homes searched and user-data locations looked at (under each home
@@ -934,7 +939,7 @@ fn inspect_profile(
         debug_port,
         owner: place::uid_of(host, &real).map(|u| users.owner(u)),
         writable: host.access(&real, AccessFlags::W_OK).is_ok() && !placement.read_only_mount,
-        sensitivity: "browser-session",
+        sensitivity: "browser-session".into(),
         placement,
     })
 }
@@ -1014,7 +1019,7 @@ pub fn evaluate_browsers(f: &BrowserFacts) -> Vec<Finding> {
             continue;
         }
         if p.session_state {
-            let (sev, what) = match p.placement.shared_with {
+            let (sev, what) = match &*p.placement.shared_with {
                 "volume" => (
                     Severity::Medium,
                     "a volume, so the profile is reused by every run that mounts it",
@@ -1043,7 +1048,7 @@ pub fn evaluate_browsers(f: &BrowserFacts) -> Vec<Finding> {
             .with("files", p.files.clone())
             .with("owner", owner_value(&p.owner))
             .with("writable", p.writable)
-            .with("sensitivity", p.sensitivity);
+            .with("sensitivity", p.sensitivity.clone());
             out.push(with_placement(fnd, &p.placement));
         }
         if let Some(dbg) = &p.debug_port_file {
@@ -1089,7 +1094,7 @@ const HELD_HITS: usize = 256;
 /// A directory that holds one of these is a browser profile: not walked.
 const PROFILE_MARKERS: &[&str] = &["Local State", "profiles.ini", "Cookies", "cookies.sqlite"];
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ArtifactEntry {
     pub class: String,
     pub sensitivity: String,
@@ -1099,10 +1104,11 @@ pub struct ArtifactEntry {
     pub owner: Option<Owner>,
     pub retention: Retention,
     pub mount_point: String,
-    pub shared_with: &'static str,
+    pub shared_with: Text,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct WalkStat {
     pub mount_point: String,
     pub entries: usize,
@@ -1114,7 +1120,8 @@ pub struct WalkStat {
     pub truncated: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ArtifactFacts {
     /// Persistent artifacts, at most MANIFEST_MAX; `counts` has them all.
     pub manifest: Vec<ArtifactEntry>,
@@ -1127,7 +1134,7 @@ pub struct ArtifactFacts {
 #[derive(Debug, Clone, Default)]
 pub struct Group {
     pub sensitivity: String,
-    pub shared_with: &'static str,
+    pub shared_with: Text,
     pub count: usize,
     pub bytes: u64,
     pub examples: Vec<String>,
@@ -1241,7 +1248,7 @@ impl Sink<'_> {
             .entry((self.mount_point.to_string(), def.class.clone()))
             .or_default();
         g.sensitivity = def.sensitivity.clone();
-        g.shared_with = self.placement.shared_with;
+        g.shared_with = self.placement.shared_with.clone();
         g.count += 1;
         g.bytes += size;
         if g.examples.len() < 5 {
@@ -1266,7 +1273,7 @@ impl Sink<'_> {
                 owner,
                 retention: self.placement.retention,
                 mount_point: self.mount_point.to_string(),
-                shared_with: self.placement.shared_with,
+                shared_with: self.placement.shared_with.clone(),
             });
         } else {
             facts.manifest_truncated = true;
@@ -1458,7 +1465,7 @@ pub fn evaluate_artifacts(f: &ArtifactFacts) -> Vec<Finding> {
             .with("class", class.clone())
             .with("sensitivity", g.sensitivity.clone())
             .with("retention", "persistent")
-            .with("shared_with", g.shared_with)
+            .with("shared_with", g.shared_with.clone())
             .with("mount_point", mp.clone())
             .with("directory", dir.clone())
             .with("count", g.count)

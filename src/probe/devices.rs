@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 
 use nix::fcntl::OFlag;
 
+use crate::model::Text;
 use nix::unistd::AccessFlags;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::catalog;
 use crate::facts::unchecked::Unchecked;
@@ -27,10 +28,11 @@ use crate::host::Host;
 const MAX_ENTRIES: usize = 20_000;
 const MAX_DEPTH: usize = 4;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DeviceNode {
     pub path: String,
-    pub kind: &'static str,
+    pub kind: Text,
     pub major: u64,
     pub minor: u64,
     pub readable: bool,
@@ -42,7 +44,8 @@ pub struct DeviceNode {
     pub refused: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DeviceFacts {
     pub nodes: Vec<DeviceNode>,
     pub truncated: bool,
@@ -89,7 +92,7 @@ fn confirm_reads(host: &Host, f: &mut DeviceFacts) {
     let idx: Vec<usize> = (0..f.nodes.len())
         .filter(|i| {
             let n = &f.nodes[*i];
-            n.readable && reported(n.kind, &n.path).is_some_and(|d| d.is_none_or(|d| !d.no_open))
+            n.readable && reported(&n.kind, &n.path).is_some_and(|d| d.is_none_or(|d| !d.no_open))
         })
         .collect();
     if idx.is_empty() {
@@ -166,7 +169,7 @@ pub fn collect(host: &Host) -> Result<DeviceFacts, Unchecked> {
         let rdev = meta.rdev();
         f.nodes.push(DeviceNode {
             path: in_root.to_string_lossy().into_owned(),
-            kind,
+            kind: kind.into(),
             major: nix::sys::stat::major(rdev),
             minor: nix::sys::stat::minor(rdev),
             readable: host.access(&in_root, AccessFlags::R_OK).is_ok(),
@@ -280,7 +283,7 @@ mod tests {
     fn node(path: &str, kind: &'static str, readable: bool, writable: bool) -> DeviceNode {
         DeviceNode {
             path: path.into(),
-            kind,
+            kind: kind.into(),
             major: 8,
             minor: 0,
             readable,

@@ -18,7 +18,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use crate::model::Text;
+use serde::{Deserialize, Serialize};
 
 use crate::facts::programs;
 use crate::host::{read_regular_nofollow, Host};
@@ -35,14 +36,15 @@ pub const STATUS_DEADLINE: Duration = Duration::from_secs(3);
 /// counts are lower bounds (`truncated`).
 const STATUS_CAP: usize = 1 << 20;
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Repository {
     /// The working tree's top: the directory holding .git.
     pub path: String,
     /// Where the repository data is: .git, or the worktree's own gitdir.
     pub git_dir: String,
     /// "repository", "linked-worktree" or "submodule".
-    pub kind: &'static str,
+    pub kind: Text,
     /// The branch HEAD is on; None when detached.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
@@ -63,10 +65,11 @@ pub struct Repository {
     pub status: GitStatus,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct GitStatus {
     /// "clean", "dirty" or "unknown".
-    pub state: &'static str,
+    pub state: Text,
     /// Why the status is unknown.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -96,7 +99,7 @@ pub struct GitStatus {
 impl GitStatus {
     fn unknown(why: impl Into<String>) -> GitStatus {
         GitStatus {
-            state: "unknown",
+            state: "unknown".into(),
             reason: Some(why.into()),
             ..GitStatus::default()
         }
@@ -104,7 +107,7 @@ impl GitStatus {
 
     /// "clean", or "dirty: 2 modified, 1 untracked", or "status unknown (…)".
     pub fn describe(&self) -> String {
-        match self.state {
+        match &*self.state {
             "clean" => "clean".into(),
             "dirty" => {
                 let parts: Vec<String> = [
@@ -220,7 +223,7 @@ fn resolve_ref(host: &Host, common: &Path, name: &str) -> Option<(String, String
 pub fn read(host: &Host, top: &Path, dot_git: &Path) -> Repository {
     let mut r = Repository {
         path: top.to_string_lossy().into_owned(),
-        kind: "repository",
+        kind: "repository".into(),
         status: GitStatus::unknown("not checked"),
         ..Repository::default()
     };
@@ -241,10 +244,10 @@ pub fn read(host: &Host, top: &Path, dot_git: &Path) -> Repository {
             .and_then(Path::file_name)
             .map(|n| n.to_string_lossy().into_owned());
         if parent.as_deref() == Some("worktrees") {
-            r.kind = "linked-worktree";
+            r.kind = "linked-worktree".into();
             r.worktree_id = gd.file_name().map(|n| clean(&n.to_string_lossy()));
         } else if gd.components().any(|c| c.as_os_str() == "modules") {
-            r.kind = "submodule";
+            r.kind = "submodule".into();
         }
         gd
     } else {
@@ -316,7 +319,7 @@ fn config_runs_commands(host: &Host, dirs: &[&Path]) -> Option<String> {
 /// The counts from `git status --porcelain=v2 --branch`.
 pub fn parse_porcelain(out: &str, truncated: bool) -> GitStatus {
     let mut s = GitStatus {
-        state: "clean",
+        state: "clean".into(),
         truncated,
         ..GitStatus::default()
     };
@@ -355,7 +358,7 @@ pub fn parse_porcelain(out: &str, truncated: bool) -> GitStatus {
         }
     }
     if s.staged + s.modified + s.untracked + s.unmerged > 0 {
-        s.state = "dirty";
+        s.state = "dirty".into();
     }
     s
 }
@@ -444,7 +447,7 @@ mod tests {
         let out = "# branch.oid 1234\n# branch.head main\n# branch.upstream origin/main\n# branch.ab +2 -1\n1 .M N... 100644 100644 100644 a b src/x.rs\n1 M. N... 100644 100644 100644 a b src/y.rs\n1 MM N... 100644 100644 100644 a b z\n2 R. N... 100644 100644 100644 a b R100 new\told\nu UU N... 1 2 3 4 a b c d conflict\n? untracked.txt\n? dir/\n";
         let s = parse_porcelain(out, false);
         assert_eq!(
-            (s.state, s.staged, s.modified, s.untracked, s.unmerged),
+            (&*s.state, s.staged, s.modified, s.untracked, s.unmerged),
             ("dirty", 3, 2, 2, 1)
         );
         assert_eq!((s.ahead, s.behind), (Some(2), Some(1)));

@@ -23,7 +23,8 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use crate::model::Text;
+use serde::{Deserialize, Serialize};
 
 use crate::facts::boundary::{self, Boundary};
 use crate::facts::mounts::{self as mount_table, MountFacts};
@@ -48,18 +49,23 @@ pub struct Context {
     pub net: network::Options,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// Read back (model::read), an entry must name how its probe ended; the
+/// rest an older report may lack.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProbeRecord {
-    pub name: &'static str,
+    #[serde(default)]
+    pub name: Text,
+    #[serde(default)]
     pub phase: u8,
     pub status: ProbeStatus,
+    #[serde(default)]
     pub duration_us: u128,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
 /// How a probe ended, as the JSON report's `probes[].status` spells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProbeStatus {
     /// It finished and its facts are complete.
@@ -184,7 +190,7 @@ impl<T> Running<T> {
             ),
         };
         records.push(ProbeRecord {
-            name: self.name,
+            name: self.name.into(),
             phase: self.phase,
             status,
             duration_us: dur,
@@ -195,7 +201,8 @@ impl<T> Running<T> {
 }
 
 /// Everything the probes found, for the reports' inventory.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Facts {
     /// Which boundary exists (src/facts/boundary.rs): the fact the other findings'
     /// wording and severities follow.
@@ -257,7 +264,7 @@ pub struct Gathered {
     pub unfinished: Vec<Unfinished>,
     pub panicked: bool,
     /// Probes still running when the run's own deadline (--timeout) passed.
-    pub cut_by_deadline: Vec<&'static str>,
+    pub cut_by_deadline: Vec<Text>,
     /// Why the environment the probes read is unknown (`--root` without
     /// proc/self/environ).
     pub env_missing: Option<String>,
@@ -646,7 +653,7 @@ pub fn gather(ctx: Arc<Context>) -> Gathered {
             .records
             .iter()
             .filter(|r| r.status == ProbeStatus::Timeout)
-            .map(|r| r.name)
+            .map(|r| r.name.clone())
             .collect();
     }
     g.facts = facts;

@@ -38,15 +38,15 @@ struct Shown<'a> {
 impl<'a> Shown<'a> {
     fn new(e: &'a MountEntry) -> Shown<'a> {
         // A sandbox hides the host path: say so rather than show its "/".
-        let hidden = e.kinds.contains(&"gofer") || e.kinds.contains(&"kata-shared");
+        let hidden = e.has_kind("gofer") || e.has_kind("kata-shared");
         let host_path = if hidden {
             serde_json::Value::Null
         } else {
             e.mount.root.to_string_lossy().into_owned().into()
         };
-        let from = if e.kinds.contains(&"gofer") {
+        let from = if e.has_kind("gofer") {
             "gVisor's gofer (the host path is not visible)".to_string()
-        } else if e.kinds.contains(&"kata-shared") {
+        } else if e.has_kind("kata-shared") {
             "Kata's shared directory (the host path is not visible)".to_string()
         } else if e.class == MountClass::Unknown {
             format!(
@@ -98,7 +98,7 @@ pub fn evaluate(facts: &MountFacts, bd: &Boundary) -> Vec<Finding> {
             )),
             MountClass::HostProcfs => out.push(host_procfs(facts, &m)),
             MountClass::HostTmpfs => out.push(host_tmpfs(facts, &m)),
-            MountClass::ContainerRootfs if !e.kinds.contains(&"own-engine") && !on_the_machine => {
+            MountClass::ContainerRootfs if !e.has_kind("own-engine") && !on_the_machine => {
                 out.push(container_rootfs(&m))
             }
             MountClass::HostBind | MountClass::Workspace | MountClass::Unknown => {
@@ -319,12 +319,12 @@ fn holdings(m: &Shown, out: &mut Vec<Finding>) -> bool {
             "a credential-bearing configuration path",
         ),
     ] {
-        if !e.kinds.contains(&kind) {
+        if !e.has_kind(kind) {
             continue;
         }
         flagged = true;
         let root = e.mount.root.display();
-        let agent = match e.agent.filter(|_| kind == "config") {
+        let agent = match e.agent.as_ref().filter(|_| kind == "config") {
             Some(a) => format!(", {a}'s own configuration, with its sessions and keys"),
             None => String::new(),
         };
@@ -333,16 +333,16 @@ fn holdings(m: &Shown, out: &mut Vec<Finding>) -> bool {
             mp,
             format!("{mp} is {what} from the host ({root}){agent}"),
         );
-        out.push(match (kind, e.agent) {
+        out.push(match (kind, e.agent.clone()) {
             ("home", _) => f.with("markers", e.contents.markers.clone()),
             ("config", Some(a)) => f.with("agent", a),
             _ => f,
         });
     }
     for marker in &e.contents.markers {
-        let (code, holds) = if marker == ".ssh" && !e.kinds.contains(&"ssh") {
+        let (code, holds) = if marker == ".ssh" && !e.has_kind("ssh") {
             (Code::MountSshDirectory, "an .ssh directory")
-        } else if CONFIG_MARKERS.contains(&marker.as_str()) && !e.kinds.contains(&"config") {
+        } else if CONFIG_MARKERS.contains(&marker.as_str()) && !e.has_kind("config") {
             (Code::MountConfigDirectory, "credential configuration")
         } else {
             continue;

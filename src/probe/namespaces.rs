@@ -5,7 +5,7 @@
 use crate::finding::Code;
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::facts::boundary::{Boundary, Kind};
 use crate::facts::unchecked::Unchecked;
@@ -34,7 +34,8 @@ const HOST_INTERFACE_PREFIXES: &[&str] = &[
     "cilium_",
 ];
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct NsFacts {
     pub inodes: BTreeMap<String, u64>,
     pub unreadable: BTreeMap<String, String>,

@@ -19,7 +19,8 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use crate::model::Text;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::finding::{Finding, Severity};
@@ -79,7 +80,7 @@ pub fn budget(policy: &Policy, opts: &Options) -> Duration {
     longest + MARGIN
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NetOutcome {
     /// Connected (tcp), got an HTTP answer (http, https), or resolved (dns).
@@ -133,7 +134,7 @@ impl NetOutcome {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum List {
     Allow,
@@ -141,7 +142,7 @@ pub enum List {
 }
 
 /// Whether the destination's result keeps the contract.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Holds,
@@ -150,18 +151,20 @@ pub enum Verdict {
     Unknown,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Step {
     pub request: String,
     pub status: Option<u16>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TlsSeen {
     /// The chain verified against the trust store.
     pub verified: bool,
     /// system or embedded.
-    pub trust_store: &'static str,
+    pub trust_store: Text,
     pub subject: Option<String>,
     pub issuer: Option<String>,
     pub chain_length: usize,
@@ -169,7 +172,7 @@ pub struct TlsSeen {
 }
 
 /// One destination tried: what was asked, by which rule, and what happened.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DestResult {
     pub destination: String,
     pub list: List,
@@ -181,7 +184,7 @@ pub struct DestResult {
     pub method: Scheme,
     pub outcome: NetOutcome,
     /// Where it stopped: dns, connect, proxy, tls, http.
-    pub stage: Option<&'static str>,
+    pub stage: Option<Text>,
     pub contract: Verdict,
     /// A connection to the destination (or a proxy tunnel to it) completed.
     pub connected: bool,
@@ -209,14 +212,16 @@ pub struct DestResult {
     pub error: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Skipped {
     pub name: String,
     pub reason: String,
 }
 
 /// Everything the network probe found, for the report's inventory.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct NetFacts {
     /// At least one destination was tried.
     pub assessed: bool,
@@ -541,7 +546,7 @@ fn new_result(p: &Planned) -> DestResult {
 fn failed(p: &Planned, outcome: NetOutcome, stage: &'static str, why: String) -> DestResult {
     let mut r = new_result(p);
     r.outcome = outcome;
-    r.stage = Some(stage);
+    r.stage = Some(stage.into());
     r.error = Some(why);
     r.contract = verdict(&r);
     r
@@ -596,7 +601,7 @@ fn probe_one(p: &Planned, sh: &Shared, deadline: Instant) -> DestResult {
         Ok(()) => r.outcome = NetOutcome::Reachable,
         Err(f) => {
             r.outcome = f.outcome;
-            r.stage = Some(f.stage);
+            r.stage = Some(f.stage.into());
             r.error = Some(f.message);
         }
     }
@@ -1029,7 +1034,7 @@ fn tls_handshake(
     s.arm(deadline).map_err(|e| Fail::io("tls", e))?;
     let seen = |p: Presented, verified: bool, error: Option<String>| TlsSeen {
         verified,
-        trust_store: tls.store.kind,
+        trust_store: tls.store.kind.clone(),
         subject: p.subject,
         issuer: p.issuer,
         chain_length: p.chain_length,
@@ -1255,7 +1260,7 @@ fn evidence(mut f: Finding, r: &DestResult, facts: &NetFacts) -> Finding {
         Some(v) if !v.is_null() => f.with(k, v),
         _ => f,
     };
-    f = opt(f, "stage", r.stage.map(Value::from));
+    f = opt(f, "stage", r.stage.clone().map(Value::from));
     f = opt(f, "error", r.error.clone().map(Value::from));
     f = opt(f, "address", r.address.clone().map(Value::from));
     f = opt(f, "http_status", r.http_status.map(Value::from));

@@ -5,7 +5,8 @@ use crate::finding::Code;
 use std::collections::BTreeMap;
 use std::io;
 
-use serde::Serialize;
+use crate::model::Text;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::catalog;
@@ -15,7 +16,8 @@ use crate::finding::{Finding, Severity};
 use crate::host::Host;
 use crate::policy::Policy;
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CapSets {
     pub inheritable: u64,
     pub permitted: u64,
@@ -24,7 +26,8 @@ pub struct CapSets {
     pub ambient: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PrivFacts {
     /// real, effective, saved, filesystem
     pub uid: Vec<u32>,
@@ -34,7 +37,7 @@ pub struct PrivFacts {
     /// Capabilities are named up to this bit: cap_last_cap, else the
     /// highest bit of the bounding set (see `last_cap`).
     pub caps_named_to: u32,
-    pub caps_named_to_source: &'static str,
+    pub caps_named_to_source: Text,
     pub no_new_privs: Option<bool>,
     pub seccomp: Option<u8>,
     pub seccomp_filters: Option<u32>,
@@ -134,7 +137,7 @@ pub fn collect(host: &Host) -> Result<PrivFacts, Unchecked> {
         .ok()
         .and_then(|t| t.trim().parse().ok());
     f.caps_named_to = f.last_cap();
-    f.caps_named_to_source = f.last_cap_source();
+    f.caps_named_to_source = f.last_cap_source().into();
     match host.read("/proc/self/uid_map") {
         Ok(t) => match parse_id_map(&t) {
             Ok(m) => f.uid_map = m,

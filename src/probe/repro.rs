@@ -14,7 +14,8 @@ use std::fs::FileType;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use serde::Serialize;
+use crate::model::Text;
+use serde::{Deserialize, Serialize};
 
 use crate::catalog::{self, Walk};
 use crate::facts::mounts::MountFacts;
@@ -35,14 +36,16 @@ pub const WALK_DEPTH: usize = 4;
 pub const WALK_ENTRIES: usize = 50_000;
 const MAX_FOUND: usize = 500;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Hint {
     pub value: String,
     /// Where it came from: a file, a variable, a cgroup line.
     pub source: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ImageIdentity {
     /// ID, VERSION_ID, PRETTY_NAME… from /etc/os-release.
     pub os_release: BTreeMap<String, String>,
@@ -64,7 +67,8 @@ pub struct ImageIdentity {
     pub reference: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ImageRef {
     pub reference: String,
     pub pinned: bool,
@@ -72,11 +76,12 @@ pub struct ImageRef {
     pub note: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ContractFile {
     pub path: String,
     /// devcontainer.json, containerfile, compose or nix-flake.
-    pub kind: &'static str,
+    pub kind: Text,
     pub images: Vec<ImageRef>,
     /// Every base it builds from is pinned (or it builds FROM scratch).
     pub pins_image: bool,
@@ -84,7 +89,8 @@ pub struct ContractFile {
     pub error: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ToolPin {
     pub file: String,
     pub tool: String,
@@ -93,11 +99,12 @@ pub struct ToolPin {
     pub floating: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Manifest {
     pub path: String,
-    pub ecosystem: &'static str,
-    pub expected: Vec<&'static str>,
+    pub ecosystem: Text,
+    pub expected: Vec<Text>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lockfile: Option<String>,
     /// Why no lockfile is needed, or what is wrong without one.
@@ -106,7 +113,8 @@ pub struct Manifest {
     pub needs_lock: bool,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ReproFacts {
     /// Reported as the inventory's top-level `image` (see probe::run).
     #[serde(skip)]
@@ -214,7 +222,7 @@ pub fn mount_container_id(roots: &[String]) -> Option<(String, &'static str)> {
         engine::cgroup_engine(roots.iter().map(String::as_str)),
     );
     files.iter().find_map(|m| {
-        let by = match m.by {
+        let by = match &*m.by {
             "containers-storage" => storage,
             "docker" => "docker",
             _ => return None,
@@ -633,7 +641,7 @@ fn identity(host: &Host, mounts: Option<&MountFacts>) -> ImageIdentity {
             let m = mounts?;
             if let Some(h) = &m.engine {
                 if let Some(c) = &h.container_id {
-                    return Some((c.clone(), h.engine, "/proc/self/mountinfo"));
+                    return Some((c.clone(), &*h.engine, "/proc/self/mountinfo"));
                 }
             }
             let roots: Vec<String> = m
@@ -662,7 +670,7 @@ fn identity(host: &Host, mounts: Option<&MountFacts>) -> ImageIdentity {
 fn read_contract(host: &Host, path: &Path, kind: &'static str) -> ContractFile {
     let mut c = ContractFile {
         path: path.to_string_lossy().into_owned(),
-        kind,
+        kind: kind.into(),
         images: Vec::new(),
         pins_image: false,
         error: None,
@@ -688,7 +696,7 @@ fn read_contract(host: &Host, path: &Path, kind: &'static str) -> ContractFile {
 fn read_devcontainer(host: &Host, path: &Path, pins: &mut Vec<ToolPin>) -> Vec<ContractFile> {
     let mut c = ContractFile {
         path: path.to_string_lossy().into_owned(),
-        kind: "devcontainer.json",
+        kind: "devcontainer.json".into(),
         images: Vec::new(),
         pins_image: false,
         error: None,
@@ -1014,7 +1022,7 @@ impl WorkspaceWalk<'_> {
         if name == "flake.nix" && top {
             f.setup_contract.push(ContractFile {
                 path: p.to_string_lossy().into_owned(),
-                kind: "nix-flake",
+                kind: "nix-flake".into(),
                 images: Vec::new(),
                 pins_image: false,
                 error: None,
@@ -1105,8 +1113,8 @@ fn manifest(
     }
     Manifest {
         path: p.to_string_lossy().into_owned(),
-        ecosystem: eco.name,
-        expected: eco.locks.to_vec(),
+        ecosystem: eco.name.into(),
+        expected: eco.locks.iter().map(|&l| Text::from(l)).collect(),
         lockfile: lock,
         note,
         needs_lock: need,
@@ -1218,7 +1226,7 @@ pub fn evaluate(f: &ReproFacts) -> Vec<Finding> {
                     m.expected.join(", ")
                 ),
             )
-            .with("ecosystem", m.ecosystem)
+            .with("ecosystem", m.ecosystem.clone())
             .with("expected", m.expected.clone()),
         );
     }

@@ -29,8 +29,9 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::model::Text;
 use nix::unistd::AccessFlags;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::facts::unchecked::Unchecked;
@@ -103,7 +104,8 @@ const GROUP_DOORS: &[(&str, &[&str])] = &[
     ("kvm device", &["/dev/kvm"]),
 ];
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RootPathFacts {
     pub uid: u32,
     pub user: Option<String>,
@@ -128,7 +130,7 @@ pub struct RootPathFacts {
     pub incomplete: Vec<(String, String)>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum Boundary {
     HostRoot,
@@ -140,7 +142,8 @@ pub enum Boundary {
     Unknown,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SudoFacts {
     /// Where sudo was found, if anywhere.
     pub path: Option<String>,
@@ -166,7 +169,8 @@ pub struct SudoFacts {
     pub setenv_default: bool,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
 pub struct SudoRule {
     /// `sudo -n -l`, or FILE:LINE.
     pub source: String,
@@ -187,14 +191,14 @@ pub struct SudoRule {
 }
 
 /// What one command of a rule allows.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Judged {
     pub command: String,
     pub verdict: Verdict,
     pub why: String,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// Running it as root gives a root shell to whoever may run it.
@@ -205,7 +209,8 @@ pub enum Verdict {
     Unknown,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
 pub struct DoasRule {
     pub source: String,
     pub identity: String,
@@ -214,17 +219,19 @@ pub struct DoasRule {
     pub command: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RootFile {
     pub path: String,
     pub owner_uid: u32,
     pub mode: String,
     pub writable: bool,
     /// access(2), or mode bits (under --root).
-    pub checked_with: &'static str,
+    pub checked_with: Text,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct GroupDoor {
     pub group: String,
     pub gid: u32,
@@ -233,7 +240,8 @@ pub struct GroupDoor {
     pub mode: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PrivProgram {
     pub path: String,
     pub owner_uid: u32,
@@ -1361,7 +1369,7 @@ pub fn collect(host: &Host, users: &Users, deadline: Instant) -> Result<RootPath
             owner_uid: meta.uid(),
             mode: format!("{:04o}", meta.mode() & 0o7777),
             writable,
-            checked_with,
+            checked_with: checked_with.into(),
         });
     }
     collect_doors(host, &group, &mut f);

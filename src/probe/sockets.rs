@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::catalog::{self, SocketApi, Walk};
@@ -36,7 +36,7 @@ const MAX_ANSWER: usize = 256 * 1024;
 const WALK_DEPTH: usize = 4;
 const WALK_ENTRIES: usize = 20_000;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SocketProbe {
     pub path: String,
     pub engine: String,
@@ -48,7 +48,7 @@ pub struct SocketProbe {
     pub answer: Option<EngineAnswer>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
     /// HTTP engine answered /_ping with 200.
@@ -67,7 +67,8 @@ pub enum Outcome {
     Error,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct EngineAnswer {
     pub ping_status: Option<u16>,
     pub server: Option<String>,
@@ -78,7 +79,8 @@ pub struct EngineAnswer {
     pub error: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SocketFacts {
     pub sockets: Vec<SocketProbe>,
     /// Engine endpoints named by the environment that are not local sockets.
@@ -102,7 +104,8 @@ pub struct SocketFacts {
     pub seen: BTreeSet<(u64, u64)>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SocketWalk {
     pub mount_point: String,
     pub entries: usize,

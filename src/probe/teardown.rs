@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::model::Text;
 use serde::{Deserialize, Serialize};
 
 use crate::facts::mounts::{MountClass, MountEntry, MountFacts};
@@ -103,23 +104,26 @@ impl Canary {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Location {
     pub path: String,
     pub host_path: String,
-    pub class: &'static str,
+    pub class: Text,
     pub writable: bool,
     pub allowed: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Found {
     pub path: String,
     pub canary: Option<Canary>,
     pub error: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TeardownFacts {
     /// Persistent locations: host paths and volumes, besides the workspace.
     pub persistent: Vec<Location>,
@@ -156,7 +160,7 @@ pub fn persistent_locations(mounts: &MountFacts) -> Vec<Location> {
             (e.contents.file_type == "dir" || e.class == MountClass::Volume).then(|| Location {
                 path: e.mount.mount_point.to_string_lossy().into_owned(),
                 host_path: e.mount.root.to_string_lossy().into_owned(),
-                class,
+                class: class.into(),
                 writable: e.contents.writable || (e.class == MountClass::Volume && !e.read_only),
                 allowed: e.allowed,
             })
@@ -270,7 +274,7 @@ pub fn evaluate(f: &TeardownFacts, run_id: &str) -> Vec<Finding> {
                 format!("{what} is writable and outlives the workspace"),
             )
             .with("host_path", l.host_path.clone())
-            .with("class", l.class),
+            .with("class", l.class.clone()),
         );
     }
     out
@@ -302,7 +306,8 @@ fn survived(found: &Found, run_id: &str) -> Option<Finding> {
     })
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Planted {
     pub location: String,
     pub path: Option<String>,
@@ -318,7 +323,8 @@ pub struct PlantOptions {
     pub nonce: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PlantReport {
     pub run_id: String,
     /// The key the canaries are signed with.

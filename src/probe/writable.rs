@@ -10,7 +10,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use nix::unistd::AccessFlags;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::catalog;
 use crate::facts::boundary::Boundary;
@@ -18,7 +18,8 @@ use crate::facts::mounts::{MountClass, MountFacts};
 use crate::finding::Finding;
 use crate::host::{Cleanup, Host};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct WritablePath {
     pub path: String,
     pub host_path: String,
@@ -30,14 +31,16 @@ pub struct WritablePath {
     pub write_test: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct KernelInterfaceState {
     pub path: String,
     pub writable: bool,
     pub error: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct WritableFacts {
     pub host_paths: Vec<WritablePath>,
     pub kernel_interfaces: Vec<KernelInterfaceState>,
@@ -151,7 +154,7 @@ pub fn collect(
                 path: e.mount.mount_point.to_string_lossy().into_owned(),
                 // gVisor's gofer and Kata's shared directory hide the host
                 // path: their "/" is the bind's own root, not the host's.
-                host_path: if e.kinds.contains(&"gofer") || e.kinds.contains(&"kata-shared") {
+                host_path: if e.has_kind("gofer") || e.has_kind("kata-shared") {
                     "(hidden by the sandbox)".into()
                 } else {
                     e.mount.root.to_string_lossy().into_owned()

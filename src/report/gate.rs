@@ -79,7 +79,7 @@ pub fn refusal(r: &Report, command: &str, out: &Outputs) -> String {
             .probes
             .iter()
             .filter(|p| p.status == ProbeStatus::Panic)
-            .map(|p| p.name)
+            .map(|p| &*p.name)
             .collect();
         if !crashed.is_empty() {
             head.push(format!("  these probes failed: {}", crashed.join(", ")));

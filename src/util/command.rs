@@ -19,13 +19,13 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::fcntl::OFlag;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Bytes of output kept; a version is on the first line.
 pub const OUTPUT_CAP: usize = 4096;
 
 /// How a run ended (and, for tool versions, why a tool was not run).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ToolStatus {
     /// Exited 0.

@@ -12,6 +12,7 @@ use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::model::Text;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;
@@ -20,7 +21,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{
     ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::host::{read_regular, Host};
 use crate::util::http1::Timed;
@@ -37,10 +38,11 @@ const MAX_BUNDLE: u64 = 8 << 20;
 /// A distribution's /etc/ssl/certs holds a few hundred names.
 const MAX_DIR_ENTRIES: usize = 4096;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TrustStore {
     /// system (a CA bundle in the image) or embedded (webpki-roots).
-    pub kind: &'static str,
+    pub kind: Text,
     /// The bundle that was used, or why none was.
     pub source: String,
     pub certificates: usize,
@@ -272,7 +274,7 @@ impl Tls {
                 provider,
                 got.roots,
                 TrustStore {
-                    kind: "system",
+                    kind: "system".into(),
                     source: used.join("; "),
                     certificates: n,
                 },
@@ -291,7 +293,7 @@ impl Tls {
             provider,
             roots,
             TrustStore {
-                kind: "embedded",
+                kind: "embedded".into(),
                 source: format!("webpki-roots, Mozilla's roots built into selfprobe ({why})"),
                 certificates: n,
             },
@@ -379,7 +381,8 @@ pub enum TlsError {
 }
 
 /// The certificate the server presented.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Presented {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,

@@ -45,6 +45,7 @@ mod procfs;
 mod proxies;
 mod quiet;
 mod registry;
+mod report_model;
 mod repro_artifacts;
 mod sandboxes;
 mod secrets;

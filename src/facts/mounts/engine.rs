@@ -20,17 +20,19 @@
 //! directory, `/run/systemd/nspawn/propagate/<machine>`, at
 //! /run/systemd/nspawn/incoming.
 
-use serde::Serialize;
+use crate::model::Text;
+use serde::{Deserialize, Serialize};
 
 use super::Mount;
 
 /// Who wrote a file and which file it is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Managed {
     /// docker, podman, cri-o, containerd, kubelet, lxc, runsc, kata,
     /// sysbox, systemd-nspawn; or containers-storage until the table says
     /// whether podman or CRI-O.
-    pub by: &'static str,
+    pub by: Text,
     /// hosts, hostname, resolv.conf, .containerenv, etc-hosts,
     /// termination-log, secrets, kubernetes.io~projected, init…
     pub file: String,
@@ -102,7 +104,7 @@ fn is_pod_uid(s: &str) -> bool {
 
 fn managed(by: &'static str, file: &str, id: Option<&str>) -> Option<Shape> {
     Some(Shape::Managed(Managed {
-        by,
+        by: by.into(),
         file: file.to_string(),
         id: id.map(str::to_string),
     }))
@@ -341,7 +343,7 @@ mod tests {
 
     const ID: &str = "e8153671c0b104067d1bbb7c53325e94a4ac4e7a8918ed37aac1a262f0395f53";
 
-    fn by(root: &str) -> Option<(&'static str, String)> {
+    fn by(root: &str) -> Option<(Text, String)> {
         match shape_of_root(root)? {
             Shape::Managed(m) => Some((m.by, m.file)),
             Shape::Volume(_) => None,
@@ -366,7 +368,7 @@ mod tests {
             (format!("/var/lib/containerd/io.containerd.grpc.v1.cri/sandboxes/{ID}/resolv.conf"), "containerd", "resolv.conf"),
             (format!("/var/lib/nerdctl/1935db59/etchosts/default/{ID}/hosts"), "containerd", "hosts"),
         ] {
-            assert_eq!(by(&root), Some((engine, file.to_string())), "{root}");
+            assert_eq!(by(&root), Some((engine.into(), file.to_string())), "{root}");
         }
     }
 
@@ -399,7 +401,7 @@ mod tests {
         m.into_iter().next().unwrap()
     }
 
-    fn shaped(l: &str) -> Option<(&'static str, String)> {
+    fn shaped(l: &str) -> Option<(Text, String)> {
         match shape(&line(l))? {
             Shape::Managed(m) => Some((m.by, m.file)),
             Shape::Volume(_) => None,
@@ -433,7 +435,7 @@ mod tests {
         ] {
             assert_eq!(
                 shaped(l),
-                want.map(|(b, f)| (b, f.to_string())),
+                want.map(|(b, f)| (b.into(), f.to_string())),
                 "{l}"
             );
         }
@@ -442,7 +444,7 @@ mod tests {
     #[test]
     fn storage_engine_by_table() {
         let m = |by: &'static str, file: &str| Managed {
-            by,
+            by: by.into(),
             file: file.into(),
             id: None,
         };

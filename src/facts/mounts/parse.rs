@@ -12,7 +12,8 @@
 //! The two are joined here, so that every reader of `root` sees the host
 //! path (`/var/lib/docker/containers/<id>/hosts`, not `/hosts`).
 
-use serde::Serialize;
+use crate::model::Text;
+use serde::{Deserialize, Serialize};
 
 use super::Mount;
 use crate::host::os_path;
@@ -20,10 +21,11 @@ use crate::host::os_path;
 /// A line of mountinfo that could not be read, by its 1-based number. The
 /// line itself is not kept: a hostile or broken /proc could put anything in
 /// it, and the number is enough to find it.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
 pub struct ParseError {
     pub line: usize,
-    pub reason: &'static str,
+    pub reason: Text,
 }
 
 impl std::fmt::Display for ParseError {
@@ -49,7 +51,7 @@ pub fn parse_mountinfo(text: &str) -> (Vec<Mount>, Vec<ParseError>) {
             Ok(m) => mounts.push(m),
             Err(reason) => errors.push(ParseError {
                 line: n + 1,
-                reason,
+                reason: reason.into(),
             }),
         }
     }
@@ -150,7 +152,7 @@ mod tests {
             errs,
             vec![ParseError {
                 line: 2,
-                reason: "fewer than the seven fields before the separator"
+                reason: "fewer than the seven fields before the separator".into()
             }]
         );
         assert_eq!(m[0].root, PathBuf::from("/mnt dir"));

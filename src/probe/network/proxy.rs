@@ -10,14 +10,15 @@
 use std::fmt;
 use std::net::IpAddr;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::host::Host;
 use crate::target::{self, HostName, Scheme, Target};
 use crate::util::codec::b64_encode;
 use crate::util::http1::Response;
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ProxyInfo {
     /// The variables that are set (names only).
     pub variables: Vec<String>,
@@ -155,7 +156,7 @@ impl ProxyEnv {
 }
 
 /// What a proxy's answer says about the destination.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Answer {
     /// The proxy refused to forward it: an ACL, a filter, a CONNECT port rule.
@@ -172,7 +173,7 @@ pub enum Answer {
 }
 
 /// A proxy's own answer, as the report shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProxySaid {
     pub answer: Answer,
     pub status: u16,

@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::dial::{Dial, NetError};
 use crate::host::Host;
@@ -18,7 +18,8 @@ const MAX_NAMESERVERS: usize = 3;
 const MAX_ADDRS: usize = 16;
 const AAAA_GRACE: Duration = Duration::from_millis(300);
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ResolverConf {
     /// Where the nameservers came from: /etc/resolv.conf, or why there are none.
     pub resolv_conf: String,
@@ -134,7 +135,7 @@ fn parse_hosts(text: &str) -> Vec<(IpAddr, Vec<String>)> {
 }
 
 /// How a name was resolved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Via {
     Literal,

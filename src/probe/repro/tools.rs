@@ -21,7 +21,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use nix::unistd::AccessFlags;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::facts::place;
 use crate::facts::programs::{refuse, search_path};
@@ -77,7 +77,7 @@ const OFFLINE_ENV: &[(&str, &str)] = &[
     ("DOTNET_CLI_TELEMETRY_OPTOUT", "1"),
 ];
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ToolRun {
     pub tool: String,
     /// Where it was found on PATH (inside the root).

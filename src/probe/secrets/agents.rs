@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::rules::Protocol;
 use crate::util::socket::connect_unix;
@@ -26,7 +26,7 @@ const SSH_AGENTC_REQUEST_IDENTITIES: u8 = 11;
 const SSH_AGENT_IDENTITIES_ANSWER: u8 = 12;
 const SSH_AGENT_FAILURE: u8 = 5;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AgentOutcome {
     /// Spoke the agent protocol.

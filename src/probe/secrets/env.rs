@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::io;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::rules::env_secrets;
 use super::short;
@@ -24,7 +24,8 @@ const MAX_CMDLINE: u64 = 128 * 1024;
 /// Arguments of one command line looked at.
 const MAX_ARGS: usize = 4096;
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
 pub struct EnvHit {
     pub name: String,
     pub kind: String,
@@ -35,7 +36,8 @@ pub struct EnvHit {
     pub note: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ProcFacts {
     /// Processes looked at (all numeric /proc entries but our own).
     pub scanned: usize,
@@ -53,7 +55,8 @@ pub struct ProcFacts {
     pub cmdline_hits: Vec<CmdlineHit>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CmdlineHit {
     pub pid: u32,
     pub comm: String,
@@ -63,7 +66,8 @@ pub struct CmdlineHit {
 
 /// One secret-looking argument: where it is and what it looks like, never
 /// what it is.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
 pub struct ArgHit {
     /// Its position in argv (0 is the program).
     pub index: usize,
@@ -77,7 +81,8 @@ pub struct ArgHit {
     pub note: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ProcHit {
     pub pid: u32,
     pub comm: String,

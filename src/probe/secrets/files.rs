@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use nix::fcntl::OFlag;
 use nix::unistd::AccessFlags;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::helpers::{self, Helper};
@@ -38,7 +38,8 @@ use crate::host::Host;
 use crate::util::glob::{comps, matches_component, PathEnds};
 use crate::util::walk::{self, resolve_in_scope, Dir, Order, Step, Stop, Visit, Walker};
 
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Default, Clone, Copy, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Budget {
     pub entries: usize,
     pub depth: usize,
@@ -81,7 +82,8 @@ pub const MAX_AGENT_FILES: usize = 256;
 const MAX_EXAMPLES: usize = 20;
 const MAX_LISTING: usize = 2_000;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CredFile {
     pub path: String,
     pub kind: String,
@@ -130,7 +132,8 @@ pub struct CredFile {
     pub refresh_token: Option<bool>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RootStat {
     pub path: String,
     pub origin: String,
@@ -143,7 +146,8 @@ pub struct RootStat {
     pub truncated: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SearchFacts {
     pub homes: Vec<String>,
     pub roots: Vec<RootStat>,
@@ -175,7 +179,8 @@ pub struct SearchFacts {
     pub package_trees_dropped: usize,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct BudgetFacts {
     pub root_entries: usize,
     pub root_depth: usize,
@@ -716,11 +721,11 @@ impl<'a> Search<'a> {
             mount_class,
             persistent,
             retention: match persistent {
-                Some(true) => "persistent",
-                Some(false) => "ephemeral",
-                None => "unknown",
+                Some(true) => "persistent".into(),
+                Some(false) => "ephemeral".into(),
+                None => "unknown".into(),
             },
-            sensitivity: "internal",
+            sensitivity: "internal".into(),
             ..History::default()
         };
         if readable(real) {
@@ -733,7 +738,7 @@ impl<'a> Search<'a> {
                 h.kinds = n.kinds;
                 h.truncated = n.truncated;
                 if h.secret_lines > 0 {
-                    h.sensitivity = "secret";
+                    h.sensitivity = "secret".into();
                 }
             }
         }
@@ -973,7 +978,7 @@ fn json_fields(rule: &FileRule, text: &str, path: &str, d: &mut Details) {
             d.tokens.push(Token {
                 source: path.to_string(),
                 kind: rule.kind.clone(),
-                format: "stated-expiry",
+                format: "stated-expiry".into(),
                 exp: Some(exp),
                 note: note.clone(),
                 ..Token::default()

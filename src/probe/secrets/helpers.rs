@@ -4,12 +4,13 @@
 //! connected to: a helper's command line can itself hold a token, so only
 //! its class and the base name of its program are kept.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::rules::{env_secrets, HelperVar};
 use super::short;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Helper {
     /// What the finding is about: `FILE:credential.helper`, `env:NAME`, a path.
     pub subject: String,

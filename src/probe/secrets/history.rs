@@ -7,7 +7,8 @@ use std::fs::File;
 use std::io::Read;
 use std::time::Instant;
 
-use serde::Serialize;
+use crate::model::Text;
+use serde::{Deserialize, Serialize};
 
 use super::rules::env_secrets;
 
@@ -16,7 +17,8 @@ pub const MAX_HISTORY_BYTES: u64 = 16 << 20;
 const MAX_LINE: usize = 64 * 1024;
 const CHUNK: usize = 64 * 1024;
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct History {
     pub path: String,
     pub shell: String,
@@ -38,9 +40,9 @@ pub struct History {
     /// On a host bind or a volume: survives the container.
     pub persistent: Option<bool>,
     /// persistent, ephemeral (the container's own layer or a tmpfs) or unknown.
-    pub retention: &'static str,
+    pub retention: Text,
     /// secret when it holds secret-looking lines, else internal.
-    pub sensitivity: &'static str,
+    pub sensitivity: Text,
 }
 
 #[derive(Debug, Default)]

@@ -16,7 +16,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::files::{read_head, Root};
@@ -44,7 +44,8 @@ const AUTH_HEADERS: &[&str] = &[
     "cookie",
 ];
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct McpFacts {
     pub configs: Vec<McpConfig>,
     pub servers: Vec<McpServer>,
@@ -52,7 +53,8 @@ pub struct McpFacts {
     pub servers_dropped: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct McpConfig {
     pub path: String,
     pub client: String,
@@ -68,7 +70,8 @@ pub struct McpConfig {
     pub mount: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct McpServer {
     pub name: String,
     pub client: String,
@@ -102,7 +105,8 @@ pub struct McpServer {
     pub secrets: Vec<McpSecret>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
 pub struct McpSecret {
     /// `env NAME`, `header NAME`, `arg N`, `url`, `command`.
     pub field: String,

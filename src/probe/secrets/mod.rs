@@ -28,7 +28,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use self::agents::AgentOutcome;
@@ -125,7 +125,7 @@ impl MountIndex {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AgentSocket {
     pub path: String,
     /// env:SSH_AUTH_SOCK, catalog:PATTERN, host-mount, found under DIR...
@@ -146,7 +146,8 @@ pub struct AgentSocket {
     pub mount_class: Option<MountClass>,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SecretFacts {
     pub env: Vec<EnvHit>,
     pub processes: ProcFacts,

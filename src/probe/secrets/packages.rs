@@ -63,7 +63,8 @@ pub fn rules() -> &'static [TreeRule] {
 }
 
 /// One package tree the search entered.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PackageTree {
     pub path: String,
     pub kind: String,

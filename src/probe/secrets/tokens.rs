@@ -4,13 +4,15 @@
 //! the header's alg and the claims exp, iat, nbf, iss, aud and sub (plus
 //! Kubernetes' warnafter and namespace) are kept; never the token.
 
-use serde::Serialize;
+use crate::model::Text;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::short;
 use crate::util::codec::b64_decode_loose;
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Token {
     /// A path, `env:NAME`, `PATH user NAME` for a kube config entry, or
     /// `PATH FIELD` for a JWT inside a JSON credential file.
@@ -18,7 +20,7 @@ pub struct Token {
     pub kind: String,
     /// jwt; stated-expiry when the file states the expiry beside an opaque
     /// token; opaque when the token has no readable claims.
-    pub format: &'static str,
+    pub format: Text,
     /// What else is known of its lifetime (a refresh token beside it, the
     /// issuer's documented lifetime).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -84,7 +86,7 @@ pub fn decode_jwt(text: &str, source: &str, kind: &str) -> Option<Token> {
     Some(Token {
         source: source.to_string(),
         kind: kind.to_string(),
-        format: "jwt",
+        format: "jwt".into(),
         alg: Some(claim(alg)),
         iss: payload.get("iss").and_then(Value::as_str).map(claim),
         aud,
@@ -115,7 +117,7 @@ pub fn from_file_text(text: &str, source: &str, kind: &str, jwt_only: bool) -> O
     Some(Token {
         source: source.to_string(),
         kind: kind.to_string(),
-        format: "opaque",
+        format: "opaque".into(),
         ..Token::default()
     })
 }
@@ -133,7 +135,7 @@ pub fn claude_oauth_in_env(name: &str, value: &str) -> Option<Token> {
     Some(Token {
         source: format!("env:{}", short(name, 128)),
         kind: "claude-oauth-token".into(),
-        format: "opaque",
+        format: "opaque".into(),
         note: Some(
             "`claude setup-token` issues such tokens valid for one year: treat it as one unless it was made otherwise"
                 .into(),
@@ -217,7 +219,7 @@ mod tests {
         assert!(decode_jwt("not.a.jwt", "/t", "k").is_none());
         assert!(decode_jwt(&format!("{h}.{p}"), "/t", "k").is_none());
         let o = from_file_text("opaque-token-value", "/t", "k", false).unwrap();
-        assert_eq!((o.format, o.exp), ("opaque", None));
+        assert_eq!((&*o.format, o.exp), ("opaque", None));
         assert!(from_file_text("opaque", "/t", "k", true).is_none());
         let kc = format!("users:\n- name: ci\n  user:\n    token: {jwt}\n");
         let ks = from_kube_config(&kc, "/k");

@@ -20,9 +20,11 @@ pub const VAR: &str = "SELFPROBE_REPORT_DUMP";
 /// with -o), as it came. Every report a test gets passes here, so it is
 /// also where the report's words are checked (sentences.rs): a reason that
 /// quotes the rubric or a message with a broken article fails the test
-/// that got it, whatever that test is about.
+/// that got it, whatever that test is about; and where the report is
+/// read back through the model and written again (roundtrip.rs).
 pub fn report(report: impl AsRef<[u8]>) {
     super::sentences::check(report.as_ref());
+    super::roundtrip::check(report.as_ref());
     let Some(dir) = std::env::var_os(VAR).filter(|d| !d.is_empty()) else {
         return;
     };

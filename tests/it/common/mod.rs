@@ -14,6 +14,7 @@ pub mod podman;
 pub mod proxies;
 pub mod registry;
 pub mod report;
+pub mod roundtrip;
 pub mod sentences;
 pub mod shipped;
 pub mod tree;

@@ -21,14 +21,19 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::engine::Engine;
 use super::record::{MountKind, Record};
 use selfprobe::catalog;
+use selfprobe::facts::mounts::MountEntry;
 use selfprobe::finding::Code;
 use selfprobe::finding::{Finding, Severity};
+use selfprobe::given;
+use selfprobe::model::read::{Given, Read};
+use selfprobe::probe::privilege::PrivFacts;
+use selfprobe::probe::{Facts, ProbeStatus};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -105,55 +110,13 @@ pub struct Asked {
     pub fail_on: Option<Severity>,
 }
 
-/// The report's `run` section, as far as the comparison reads it. A field
-/// whose null means something (no workspace, no policy, no --fail-on) is
-/// `Some(None)` when null and `None` when absent.
-#[derive(Debug, Default, Deserialize)]
-struct RunSeen {
-    #[serde(default)]
-    root: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    workspace: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
-    workspace_source: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
-    policy_sha256: Option<Option<String>>,
-    #[serde(default)]
-    timeout_ms: Option<u64>,
-    #[serde(default)]
-    nonce: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    fail_on: Option<Option<String>>,
-}
-
-/// A field that is there, null or not (serde leaves an absent one None).
-fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(d).map(Some)
-}
-
-/// A probe's entry in the report's `probes`, as far as the comparison
-/// reads it: why a section of the inventory is missing.
-#[derive(Debug, Deserialize)]
-struct ProbeSeen {
-    #[serde(default)]
-    name: String,
-    #[serde(default)]
-    status: String,
-    #[serde(default)]
-    reason: Option<String>,
-}
-
-/// A fact the comparison needs, as the report gives it.
-enum Got<'a> {
-    Value(&'a Value),
-    /// Not there, with the report's own reason (a probe that did not
-    /// finish, a part it could not read).
+/// Why a section of the report is not there: the report's own reason (a
+/// probe that did not finish, a part it could not read), or none.
+enum Got {
+    /// Not there, with the report's own reason.
     Unknown(String),
-    /// Not there, and the report says nothing of why.
+    /// Not there, and the report says nothing of why (or it is there but
+    /// does not read as the model's type: model::read names it malformed).
     Absent,
 }
 
@@ -161,24 +124,21 @@ enum Got<'a> {
 /// machine's own namespace of that type sees exactly this inode.
 const INIT_USER_NS: u64 = 0xEFFF_FFFD;
 
-struct Report<'a>(&'a Value);
+/// The report as the comparison reads it: typed through the model
+/// (selfprobe::model::read), with `given!` where a fact the report leaves
+/// out must not pass for the model's default.
+struct Report(Read);
 
-impl Report<'_> {
-    fn at(&self, p: &str) -> Option<&Value> {
-        self.0.pointer(p).filter(|v| !v.is_null())
+impl Report {
+    fn inv(&self) -> &Facts {
+        &self.0.report.inventory
     }
     fn findings(&self) -> impl Iterator<Item = (&str, &str)> {
         self.0
-            .get("findings")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .map(|f| {
-                (
-                    f.get("code").and_then(Value::as_str).unwrap_or(""),
-                    f.get("subject").and_then(Value::as_str).unwrap_or(""),
-                )
-            })
+            .report
+            .findings
+            .iter()
+            .map(|f| (f.code.as_str(), f.subject.as_str()))
     }
     fn has(&self, code: &str) -> bool {
         self.findings().any(|(c, _)| c == code)
@@ -189,33 +149,17 @@ impl Report<'_> {
             .map(|(_, s)| s.to_string())
             .collect()
     }
-    fn boundary(&self, field: &str) -> Option<&Value> {
-        self.at(&format!("/inventory/boundary/{field}"))
-    }
-    fn mounts(&self) -> Vec<&Value> {
-        self.at("/inventory/mounts/mounts")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().collect())
-            .unwrap_or_default()
-    }
-    fn str_at(&self, p: &str) -> Option<&str> {
-        self.at(p).and_then(Value::as_str)
-    }
 
-    /// Why the report has no section `section` of its inventory, in its
-    /// own words: the entry of the probe that fills it, when that did not
-    /// end "ok" and says why.
+    /// Why the report has no section filled by `probe`, in its own words:
+    /// the entry of that probe, when it did not end "ok" and says why.
     fn reason(&self, probe: &str) -> Option<String> {
-        let probes: Vec<ProbeSeen> = self
-            .0
-            .get("probes")
-            .and_then(|p| Vec::<ProbeSeen>::deserialize(p).ok())
-            .unwrap_or_default();
-        probes
-            .into_iter()
-            .find(|p| p.name == probe && p.status != "ok")
+        self.0
+            .report
+            .probes
+            .iter()
+            .find(|p| p.name == probe && p.status != ProbeStatus::Ok)
             .and_then(|p| {
-                let why = p.reason.filter(|r| !r.trim().is_empty())?;
+                let why = p.reason.as_deref().filter(|r| !r.trim().is_empty())?;
                 Some(format!(
                     "the report's {probe} probe ended {}: {why}",
                     p.status
@@ -223,46 +167,59 @@ impl Report<'_> {
             })
     }
 
-    /// The value at `/inventory/<section>/<field…>` (`field` empty: the
-    /// section itself), filled by the probe `probe`. A section that is null
-    /// or missing is unknown when that probe's entry says why; anything
-    /// else missing is absent.
-    fn need(&self, section: &str, probe: &str, field: &str) -> Got<'_> {
-        let sec = format!("/inventory/{section}");
-        let Some(s) = self.at(&sec).filter(|v| v.is_object()) else {
-            return match self.reason(probe) {
-                Some(why) => Got::Unknown(why),
-                None => Got::Absent,
-            };
-        };
-        if field.is_empty() {
-            return Got::Value(s);
-        }
-        match self.at(&format!("{sec}/{field}")) {
-            Some(v) => Got::Value(v),
+    /// A section of the inventory, filled by the probe `probe`. One that is
+    /// null, missing or not of the model's shape is unknown when that
+    /// probe's entry says why, else absent.
+    fn need<'s, T>(&self, section: Option<&'s T>, probe: &str) -> Result<&'s T, Got> {
+        section.ok_or_else(|| match self.reason(probe) {
+            Some(why) => Got::Unknown(why),
             None => Got::Absent,
-        }
+        })
     }
 
-    /// The reason a section's `incomplete` list gives for its part `part`
-    /// (`[["lsm", "Permission denied"]]`).
-    fn incomplete(&self, section: &str, part: &str) -> Option<String> {
-        let list: Vec<(String, String)> = self
-            .at(&format!("/inventory/{section}/incomplete"))
-            .and_then(|v| Vec::deserialize(v).ok())
-            .unwrap_or_default();
-        list.into_iter()
+    fn privilege(&self) -> Result<&PrivFacts, Got> {
+        self.need(self.inv().privilege.as_ref(), "privilege")
+    }
+
+    /// The reason the privilege section's `incomplete` list gives for its
+    /// part `part` (`[["lsm", "Permission denied"]]`).
+    fn incomplete(&self, part: &str) -> Option<String> {
+        let p = self.inv().privilege.as_ref()?;
+        p.incomplete
+            .iter()
             .find(|(what, why)| what == part && !why.trim().is_empty())
             .map(|(what, why)| format!("the report could not read its {what}: {why}"))
     }
+}
 
-    /// Whether `/inventory/<section>/<field>` is there, null or not (for
-    /// fields whose null the report's format gives a meaning).
-    fn has_key(&self, section: &str, field: &str) -> bool {
-        self.0
-            .pointer(&format!("/inventory/{section}"))
-            .and_then(Value::as_object)
-            .is_some_and(|o| o.contains_key(field))
+/// The report's `run` section as the comparison reads it, from the model's
+/// RunInfo. A field whose null means something (no workspace, no policy, no
+/// --fail-on) is `Some(None)` when null and `None` when absent.
+struct RunSeen {
+    root: Option<String>,
+    workspace: Option<Option<String>>,
+    workspace_source: Option<Option<String>>,
+    policy_sha256: Option<Option<String>>,
+    timeout_ms: Option<u64>,
+    nonce: Option<String>,
+    fail_on: Option<Option<String>>,
+}
+
+/// A field whose null means something (no workspace, no policy, no
+/// --fail-on): `Some(None)` when null, `None` when absent.
+fn nullable<T: Clone>(given: Given, v: &Option<T>) -> Option<Option<T>> {
+    match given {
+        Given::Absent => None,
+        Given::Null => Some(None),
+        Given::Value => Some(v.clone()),
+    }
+}
+
+/// The name the report gives an enum's value (`runc/crun`, `host-bind`).
+fn word<T: Serialize>(t: &T) -> String {
+    match serde_json::to_value(t) {
+        Ok(Value::String(s)) => s,
+        _ => String::new(),
     }
 }
 
@@ -381,7 +338,7 @@ impl Cmp<'_> {
 
 /// Compares the record with the report. `report` is the probe's JSON report.
 pub fn compare(ctx: &Context, report: &Value) -> Outcome {
-    let r = Report(report);
+    let r = Report(Read::from_value(report));
     let mut c = Cmp {
         ctx,
         out: Outcome::default(),
@@ -414,7 +371,7 @@ pub fn compare(ctx: &Context, report: &Value) -> Outcome {
 /// socket at, for outside/resolve.rs to resolve inside the container. At
 /// most `max`: the report's part is untrusted and bounded.
 pub fn paths_to_resolve(rec: &Record, report: &Value, max: usize) -> Vec<String> {
-    let r = Report(report);
+    let r = Report(Read::from_value(report));
     let mut out: Vec<String> = rec.mounts.iter().map(|m| m.destination.clone()).collect();
     for code in [
         "engine.socket-reachable",
@@ -434,21 +391,41 @@ pub fn paths_to_resolve(rec: &Record, report: &Value, max: usize) -> Vec<String>
 /// timeout, nonce or --fail-on: a workspace that ran the probe its own
 /// way) is a disagreement, high, whatever its signature.
 fn arguments(c: &mut Cmp, r: &Report, asked: &Asked) {
-    let seen =
-        r.0.get("run")
-            .filter(|v| v.is_object())
-            .and_then(|v| RunSeen::deserialize(v).ok());
-    let Some(seen) = seen else {
+    let read = &r.0;
+    if !given!(read, run).value() || read.is_malformed("run") {
+        let inside = match read.malformed().get("run") {
+            Some(why) => json!({ "malformed": why }),
+            None => Value::Null,
+        };
         c.disagree(
             "run",
             Code::DisagreeRunArguments,
             "run",
             true,
-            r.0.get("run").cloned().unwrap_or(Value::Null),
+            inside,
             json!(asked),
             "the report has no run section of the shape selfprobe writes: what the probe was asked cannot be compared".into(),
         );
         return;
+    }
+    let run = &read.report.run;
+    // What the report gave, field by field: a field left out is None (and
+    // disagrees), not the model's default.
+    let seen = RunSeen {
+        root: given!(read, run.root).value().then(|| run.root.clone()),
+        workspace: nullable(given!(read, run.workspace), &run.workspace),
+        workspace_source: nullable(given!(read, run.workspace_source), &run.workspace_source),
+        policy_sha256: nullable(given!(read, run.policy_sha256), &run.policy_sha256),
+        // A number past u64 is no timeout inspect gave.
+        timeout_ms: given!(read, run.timeout_ms)
+            .value()
+            .then(|| u64::try_from(run.timeout_ms).ok())
+            .flatten(),
+        nonce: nullable(given!(read, run.nonce), &run.nonce).flatten(),
+        fail_on: nullable(
+            given!(read, run.fail_on),
+            &run.fail_on.map(|s| s.as_str().to_string()),
+        ),
     };
     let mut check =
         |fact: &str, inside: Value, engine: Value, same: bool, what: &str| {
@@ -531,9 +508,8 @@ fn privileged(c: &mut Cmp, r: &Report, sandbox: bool) {
     let engine = c.ctx.rec.privileged;
     // priv.privileged is judged from the privilege section: without it,
     // the finding's absence says nothing.
-    match r.need("privilege", "privilege", "") {
-        Got::Value(_) => {}
-        got => return c.missing("privileged", json!(engine), "its privilege section", got),
+    if let Err(got) = r.privilege() {
+        return c.missing("privileged", json!(engine), "its privilege section", got);
     }
     let inside = r.has("priv.privileged");
     if engine && sandbox {
@@ -594,11 +570,24 @@ fn capabilities(c: &mut Cmp, r: &Report) {
             );
             continue;
         };
-        let inside = match r.need("privilege", "privilege", &format!("caps/{set}")) {
-            Got::Value(v) => v
-                .as_u64()
-                .map(|mask| catalog::capability_names(mask, 63).into_iter().collect()),
-            got => {
+        // A mask the report leaves out is missing, not 0.
+        let mask = r.privilege().and_then(|p| {
+            let (given, mask) = if set == "effective" {
+                (
+                    given!(&r.0, inventory.privilege => caps.effective),
+                    p.caps.effective,
+                )
+            } else {
+                (
+                    given!(&r.0, inventory.privilege => caps.bounding),
+                    p.caps.bounding,
+                )
+            };
+            given.value().then_some(mask).ok_or(Got::Absent)
+        });
+        let inside: BTreeSet<String> = match mask {
+            Ok(mask) => catalog::capability_names(mask, 63).into_iter().collect(),
+            Err(got) => {
                 c.missing(
                     &fact,
                     json!(engine),
@@ -607,14 +596,6 @@ fn capabilities(c: &mut Cmp, r: &Report) {
                 );
                 continue;
             }
-        };
-        let Some(inside) = inside else {
-            c.absent(
-                &fact,
-                json!(engine),
-                &format!("its Cap{} mask as a number", cap_field(set)),
-            );
-            continue;
         };
         let missing: Vec<&String> = engine.difference(&inside).collect();
         let extra: Vec<&String> = inside.difference(&engine).collect();
@@ -681,23 +662,17 @@ fn seccomp(c: &mut Cmp, r: &Report) {
         "runtime": rec.runtime});
     // Null is the report's own word for a kernel that shows no Seccomp
     // line; a section or key that is not there is absent.
-    let mode = match r.need("privilege", "privilege", "") {
-        Got::Value(_) if r.has_key("privilege", "seccomp") => {
-            r.at("/inventory/privilege/seccomp").map(Value::as_u64)
-        }
-        Got::Value(_) => return c.absent("seccomp", engine, "its seccomp mode"),
-        got => return c.missing("seccomp", engine, "its seccomp mode", got),
+    let mode = match r.privilege() {
+        Ok(p) if given!(&r.0, inventory.privilege => seccomp).key() => p.seccomp,
+        Ok(_) => return c.absent("seccomp", engine, "its seccomp mode"),
+        Err(got) => return c.missing("seccomp", engine, "its seccomp mode", got),
     };
-    let mode = match mode {
-        None => {
-            return c.unknown(
-                "seccomp",
-                engine,
-                "the report says /proc/self/status has no Seccomp line",
-            )
-        }
-        Some(None) => return c.absent("seccomp", engine, "its seccomp mode as a number"),
-        Some(Some(m)) => m,
+    let Some(mode) = mode else {
+        return c.unknown(
+            "seccomp",
+            engine,
+            "the report says /proc/self/status has no Seccomp line",
+        );
     };
     let inside_filtered = mode != 0;
     let inside = json!({"mode": mode});
@@ -743,9 +718,7 @@ fn lsm(c: &mut Cmp, r: &Report, sandbox: bool) {
     } else {
         None
     };
-    let got = r
-        .str_at("/inventory/privilege/lsm_label")
-        .map(str::to_string);
+    let got = r.inv().privilege.as_ref().and_then(|p| p.lsm_label.clone());
     let (inside, engine) = (json!(got), json!(want));
     if sandbox {
         c.not_comparable(
@@ -756,13 +729,13 @@ fn lsm(c: &mut Cmp, r: &Report, sandbox: bool) {
         );
         return;
     }
-    match r.need("privilege", "privilege", "") {
-        Got::Value(_) if r.has_key("privilege", "lsm_label") => {}
-        Got::Value(_) => return c.absent("lsm", engine, "its LSM label (null for none)"),
-        got => return c.missing("lsm", engine, "its LSM label", got),
+    match r.privilege() {
+        Ok(_) if given!(&r.0, inventory.privilege => lsm_label).key() => {}
+        Ok(_) => return c.absent("lsm", engine, "its LSM label (null for none)"),
+        Err(got) => return c.missing("lsm", engine, "its LSM label", got),
     }
     if got.is_none() {
-        if let Some(why) = r.incomplete("privilege", "lsm") {
+        if let Some(why) = r.incomplete("lsm") {
             return c.unknown("lsm", engine, &why);
         }
     }
@@ -792,11 +765,13 @@ struct Flag {
     fact: &'static str,
     code: Code,
     subject: &'static str,
-    /// Where the report keeps its side: the inventory section, the probe
-    /// that fills it, and the bool's key in it.
+    /// Where the report keeps its side: the inventory section and the
+    /// bool's key in it, as the messages name them.
     section: &'static str,
-    probe: &'static str,
     key: &'static str,
+    /// The report's side: whether it gave the key, and its value (None:
+    /// null), or why the section is not there.
+    inside: fn(&Report) -> Result<(Given, Option<bool>), Got>,
     engine: fn(&Record) -> bool,
     /// What a null there means, when the report's format gives null a
     /// meaning (the kernel does not show it); None: null is absent.
@@ -811,8 +786,14 @@ const NO_NEW_PRIVS: Flag = Flag {
     code: Code::DisagreeNoNewPrivs,
     subject: "no_new_privileges",
     section: "privilege",
-    probe: "privilege",
     key: "no_new_privs",
+    inside: |r| {
+        let p = r.privilege()?;
+        Ok((
+            given!(&r.0, inventory.privilege => no_new_privs),
+            p.no_new_privs,
+        ))
+    },
     engine: |rec| rec.no_new_privileges,
     null: Some("the report does not know NoNewPrivs: its /proc/self/status has no such line (gVisor does not show it)"),
     inside_yes: "the report has NoNewPrivs set, the engine's record does not set no-new-privileges (a daemon-wide default is not in the record)",
@@ -824,8 +805,14 @@ const READ_ONLY_ROOT: Flag = Flag {
     code: Code::DisagreeReadOnlyRoot,
     subject: "/",
     section: "writable",
-    probe: "writable",
     key: "rootfs_read_only_mount",
+    inside: |r| {
+        let w = r.need(r.inv().writable.as_ref(), "writable")?;
+        Ok((
+            given!(&r.0, inventory.writable => rootfs_read_only_mount),
+            Some(w.rootfs_read_only_mount),
+        ))
+    },
     engine: |rec| rec.read_only_root,
     null: None,
     inside_yes: "the report's / is mounted read-only, the engine's record does not make it so",
@@ -837,18 +824,14 @@ const READ_ONLY_ROOT: Flag = Flag {
 fn flag(c: &mut Cmp, r: &Report, f: &Flag) {
     let engine = (f.engine)(c.ctx.rec);
     let what = format!("{}.{}", f.section, f.key);
-    let got = match r.need(f.section, f.probe, f.key) {
-        Got::Value(v) => v.as_bool(),
-        Got::Absent => match f.null {
-            Some(why) if r.has_key(f.section, f.key) => {
-                return c.unknown(f.fact, json!(engine), why)
-            }
-            _ => return c.absent(f.fact, json!(engine), &what),
+    let got = match (f.inside)(r) {
+        Ok((Given::Value, Some(v))) => v,
+        Ok((Given::Null, _)) => match f.null {
+            Some(why) => return c.unknown(f.fact, json!(engine), why),
+            None => return c.absent(f.fact, json!(engine), &what),
         },
-        got => return c.missing(f.fact, json!(engine), &what, got),
-    };
-    let Some(got) = got else {
-        return c.absent(f.fact, json!(engine), &format!("{what} as true or false"));
+        Ok(_) => return c.absent(f.fact, json!(engine), &what),
+        Err(got) => return c.missing(f.fact, json!(engine), &what, got),
     };
     if got == engine {
         c.agree(f.fact, json!(got), json!(engine));
@@ -888,16 +871,17 @@ fn namespaces(c: &mut Cmp, r: &Report, sandbox: bool) {
             );
             continue;
         }
-        if let got @ (Got::Unknown(_) | Got::Absent) = r.need("namespaces", "namespaces", "") {
-            c.missing(&fact, engine, "its namespaces section", got);
-            continue;
-        }
+        let nsf = match r.need(r.inv().namespaces.as_ref(), "namespaces") {
+            Ok(n) => n,
+            Err(got) => {
+                c.missing(&fact, engine, "its namespaces section", got);
+                continue;
+            }
+        };
         let finding = r.has(code);
-        let ino = r
-            .at(&format!("/inventory/namespaces/inodes/{inode}"))
-            .and_then(Value::as_u64);
+        let ino = nsf.inodes.get(inode).copied();
         if ino.is_none() && !finding {
-            match r.str_at(&format!("/inventory/namespaces/unreadable/{inode}")) {
+            match nsf.unreadable.get(inode) {
                 Some(why) => c.unknown(
                     &fact,
                     engine,
@@ -917,10 +901,7 @@ fn namespaces(c: &mut Cmp, r: &Report, sandbox: bool) {
         let init = selfprobe::facts::boundary::INIT_INODES
             .iter()
             .any(|(n, i)| *n == inode && Some(*i) == ino);
-        let kthreadd = ns == "pid"
-            && r.at("/inventory/namespaces/kthreadd_visible")
-                .and_then(Value::as_bool)
-                == Some(true);
+        let kthreadd = ns == "pid" && nsf.kthreadd_visible == Some(true);
         let inventory_host = init || kthreadd;
         if inventory_host && !finding {
             c.disagree(
@@ -972,20 +953,20 @@ fn engine_rootless(c: &Cmp) -> bool {
 fn rootless(c: &mut Cmp, r: &Report, sandbox: bool) {
     let want = engine_rootless(c);
     let engine = json!({"rootless": want, "userns_mode": c.ctx.rec.namespaces.get("user")});
-    let got = match r.need("boundary", "boundary", "rootless") {
-        Got::Value(v) => v.as_bool(),
-        got => return c.missing("rootless", engine, "rootless in its boundary section", got),
+    // Null is the report's "not read", which the comparison cannot use.
+    let got = match r.need(r.inv().boundary.as_ref(), "boundary") {
+        Ok(b) => b.rootless.ok_or(Got::Absent),
+        Err(got) => Err(got),
     };
-    let Some(got) = got else {
-        return c.absent(
-            "rootless",
-            engine,
-            "rootless in its boundary section as true or false",
-        );
+    let got = match got {
+        Ok(g) => g,
+        Err(got) => return c.missing("rootless", engine, "rootless in its boundary section", got),
     };
     let inode = r
-        .at("/inventory/namespaces/inodes/user")
-        .and_then(Value::as_u64);
+        .inv()
+        .namespaces
+        .as_ref()
+        .and_then(|n| n.inodes.get("user").copied());
     let inside = json!({"rootless": got, "user_ns_inode": inode});
     if got == want {
         c.agree("rootless", inside.clone(), engine.clone());
@@ -1011,8 +992,8 @@ fn rootless(c: &mut Cmp, r: &Report, sandbox: bool) {
     }
     let ns_engine = json!({"host": !want});
     let Some(inode) = inode else {
-        match r.need("namespaces", "namespaces", "") {
-            Got::Value(_) => match r.str_at("/inventory/namespaces/unreadable/user") {
+        match r.need(r.inv().namespaces.as_ref(), "namespaces") {
+            Ok(nsf) => match nsf.unreadable.get("user") {
                 Some(why) => c.unknown(
                     "namespace.user",
                     ns_engine,
@@ -1024,7 +1005,7 @@ fn rootless(c: &mut Cmp, r: &Report, sandbox: bool) {
                     "its user namespace's inode (or why it could not read it)",
                 ),
             },
-            got => c.missing("namespace.user", ns_engine, "its namespaces section", got),
+            Err(got) => c.missing("namespace.user", ns_engine, "its namespaces section", got),
         }
         return;
     };
@@ -1054,19 +1035,19 @@ fn rootless(c: &mut Cmp, r: &Report, sandbox: bool) {
 
 fn devices(c: &mut Cmp, r: &Report, sandbox: bool) {
     let rec = c.ctx.rec;
-    let nodes: Option<BTreeSet<String>> = r
-        .at("/inventory/devices/nodes")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|n| n.get("path").and_then(Value::as_str).map(str::to_string))
-                .collect()
-        });
     let granted: Vec<String> = rec.devices.iter().map(|d| d.container.clone()).collect();
     let engine = json!(granted);
-    let Some(nodes) = nodes else {
-        let got = r.need("devices", "devices", "nodes");
-        return c.missing("devices", engine, "its device list (devices.nodes)", got);
+    // A list the report leaves out is missing, not empty.
+    let nodes: Result<BTreeSet<String>, Got> =
+        r.need(r.inv().devices.as_ref(), "devices").and_then(|d| {
+            given!(&r.0, inventory.devices => nodes)
+                .value()
+                .then(|| d.nodes.iter().map(|n| n.path.clone()).collect())
+                .ok_or(Got::Absent)
+        });
+    let nodes = match nodes {
+        Ok(n) => n,
+        Err(got) => return c.missing("devices", engine, "its device list (devices.nodes)", got),
     };
     let missing: Vec<&String> = granted.iter().filter(|d| !nodes.contains(*d)).collect();
     // Host devices the inside reports that nothing in the record explains.
@@ -1120,15 +1101,16 @@ fn devices(c: &mut Cmp, r: &Report, sandbox: bool) {
 fn user(c: &mut Cmp, r: &Report) {
     let rec = c.ctx.rec;
     let euid = r
-        .at("/inventory/privilege/uid")
-        .and_then(Value::as_array)
-        .and_then(|a| a.get(1))
-        .and_then(Value::as_u64);
-    let name = r.str_at("/inventory/rootpaths/user").map(str::to_string);
+        .inv()
+        .privilege
+        .as_ref()
+        .and_then(|p| p.uid.get(1))
+        .map(|&u| u64::from(u));
+    let name = r.inv().rootpaths.as_ref().and_then(|p| p.user.clone());
     let engine = json!({"user": rec.user, "uid": rec.uid()});
     let inside = json!({"uid": euid, "name": name});
     let Some(euid) = euid else {
-        let got = r.need("privilege", "privilege", "uid");
+        let got = r.privilege().err().unwrap_or(Got::Absent);
         return c.missing("user", engine, "its effective uid (privilege.uid)", got);
     };
     let same = match (rec.uid(), rec.user_name()) {
@@ -1172,16 +1154,18 @@ fn runtime_kind(c: &mut Cmp, r: &Report, runtime: &str) {
         _ => "container",
     };
     let engine = json!({"runtime": rec.runtime, "kind": runtime, "boundary": want_kind});
-    let (got_rt, got_kind) = match r.need("boundary", "boundary", "") {
-        Got::Value(_) => (r.boundary("runtime"), r.boundary("kind")),
-        got => return c.missing("runtime", engine, "its boundary section", got),
+    let b = match r.need(r.inv().boundary.as_ref(), "boundary") {
+        Ok(b) => b,
+        Err(got) => return c.missing("runtime", engine, "its boundary section", got),
     };
-    let (Some(got_rt), Some(got_kind)) = (
-        got_rt.and_then(Value::as_str),
-        got_kind.and_then(Value::as_str),
-    ) else {
+    // Left out, they are missing, not the model's "unknown".
+    if !given!(&r.0, inventory.boundary => runtime).value()
+        || !given!(&r.0, inventory.boundary => kind).value()
+    {
         return c.absent("runtime", engine, "boundary.runtime and boundary.kind");
-    };
+    }
+    let (got_rt, got_kind) = (word(&b.runtime), word(&b.kind));
+    let (got_rt, got_kind) = (got_rt.as_str(), got_kind.as_str());
     let inside = json!({"runtime": got_rt, "kind": got_kind});
     if runtime == "unknown" {
         c.unknown(
@@ -1279,13 +1263,14 @@ fn recorded_propagation(p: &str) -> Option<&'static str> {
 
 fn mounts(c: &mut Cmp, r: &Report, sandbox: bool) {
     let rec = c.ctx.rec;
-    let inside_mounts = r.mounts();
+    let table = r.need(r.inv().mounts.as_ref(), "mounts");
+    let inside_mounts: &[MountEntry] = match &table {
+        Ok(t) => &t.mounts,
+        Err(_) => &[],
+    };
     if inside_mounts.is_empty() {
         // Every container has a root: an empty table is no table.
-        let got = match r.need("mounts", "mounts", "") {
-            Got::Value(_) => Got::Absent,
-            got => got,
-        };
+        let got = table.err().unwrap_or(Got::Absent);
         return c.missing(
             "mounts",
             Value::Null,
@@ -1293,12 +1278,7 @@ fn mounts(c: &mut Cmp, r: &Report, sandbox: bool) {
             got,
         );
     }
-    let point = |m: &Value| {
-        m.get("mount_point")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
+    let point = |m: &MountEntry| m.mount.mount_point.to_string_lossy().into_owned();
     for m in &rec.mounts {
         if m.kind == MountKind::Other {
             continue;
@@ -1341,21 +1321,16 @@ fn mounts(c: &mut Cmp, r: &Report, sandbox: bool) {
             );
             continue;
         };
-        let class = im.get("class").and_then(Value::as_str).unwrap_or("");
-        let root = im.get("root").and_then(Value::as_str).unwrap_or("");
-        let ro = im
-            .get("read_only")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        let fstype = im.get("fstype").and_then(Value::as_str).unwrap_or("");
-        let optional = super::record::strings(im, "/optional");
-        let options: Vec<&str> = im
-            .get("options")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let class = word(&im.class);
+        let class = class.as_str();
+        let root = im.mount.root.to_string_lossy();
+        let root: &str = &root;
+        let ro = im.read_only;
+        let fstype = im.mount.fstype.as_str();
+        let optional = &im.mount.optional;
+        let options: Vec<&str> = im.mount.options.iter().map(String::as_str).collect();
         let inside = json!({"class": class, "root": root, "read_only": ro, "fstype": fstype,
-            "propagation": propagation_of(&optional)});
+            "propagation": propagation_of(optional)});
         let mut narrower = Vec::new();
         let mut wider = Vec::new();
         if !class_fits(&m.kind, class, &m.source, sandbox) {
@@ -1402,7 +1377,7 @@ fn mounts(c: &mut Cmp, r: &Report, sandbox: bool) {
         }
         if !sandbox && m.kind != MountKind::Tmpfs {
             if let Some(want) = recorded_propagation(&m.propagation) {
-                let got = propagation_of(&optional);
+                let got = propagation_of(optional);
                 // Shared is what a workspace could use to reach back.
                 if want != got && (want == "shared" || got == "shared") {
                     let msg = format!(
@@ -1434,8 +1409,9 @@ fn mounts(c: &mut Cmp, r: &Report, sandbox: bool) {
         }
     }
     // Host paths and volumes the inside sees that the record does not have.
-    for im in &inside_mounts {
-        let class = im.get("class").and_then(Value::as_str).unwrap_or("");
+    for im in inside_mounts {
+        let class = word(&im.class);
+        let class = class.as_str();
         if !matches!(
             class,
             "host-bind"
@@ -1448,7 +1424,7 @@ fn mounts(c: &mut Cmp, r: &Report, sandbox: bool) {
         ) {
             continue;
         }
-        if im.get("within").is_some_and(|w| !w.is_null()) {
+        if im.within.is_some() {
             continue;
         }
         let mp = point(im);
@@ -1463,7 +1439,8 @@ fn mounts(c: &mut Cmp, r: &Report, sandbox: bool) {
         });
         if !known {
             let fact = format!("mount:{mp}");
-            let inside = json!({"class": class, "root": im.get("root"), "mount_point": mp});
+            let inside = json!({"class": class, "root": im.mount.root.to_string_lossy(),
+                "mount_point": mp});
             c.disagree(
                 &fact,
                 Code::DisagreeMount,
@@ -1543,7 +1520,7 @@ fn sockets(c: &mut Cmp, r: &Report) {
         let engine = json!({"source": m.source, "destination": m.destination, "engine": kind});
         // The sockets probe's findings are the inside view: without its
         // section, their absence says nothing.
-        if let got @ (Got::Unknown(_) | Got::Absent) = r.need("sockets", "sockets", "") {
+        if let Err(got) = r.need(r.inv().sockets.as_ref(), "sockets") {
             c.missing(&fact, engine, "its sockets section", got);
             continue;
         }

@@ -1,0 +1,250 @@
+//! A report read back as typed values: what the host tool (inspect's
+//! cross-check, diff, summary) and `verify` read of a report, through the
+//! model's own types, never by JSON pointer.
+//!
+//! A report read back may come from an older probe or a hostile workspace,
+//! so it is read leniently, part by part:
+//! - a field a part lacks takes its default (every type of the report
+//!   deserializes with `#[serde(default)]`), and where an absent fact must
+//!   not pass for its default (a capability mask of 0, a writable root),
+//!   [`Read::given`] (the [`given!`](crate::given) macro) says whether the
+//!   report gave it: a present value, a null, or nothing;
+//! - a part that is there but does not read as the model's type (an
+//!   inventory section, `run`, `summary`, `scorecard`, `tool`, `signing`)
+//!   is left at its default (a section: None) and named in
+//!   [`Read::malformed`], so one bad section costs that section, not the
+//!   report; a finding or a probe's entry that does not read is left out.
+//!
+//! The field names below are the model's: a part the reader names wrongly
+//! would read as missing, which the round-trip test (a real report read
+//! back and written again, byte for byte) does not let pass.
+
+use std::collections::BTreeMap;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::Report;
+use crate::probe::Facts;
+
+/// How far down the report `given` records which fields are there
+/// (`inventory.privilege.caps.effective` is 4 deep). Deeper fields are
+/// read typed but not asked about.
+const GIVEN_DEPTH: usize = 5;
+
+/// Whether the report gave a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Given {
+    /// Not there (or a part above it is not an object).
+    Absent,
+    /// There, as null.
+    Null,
+    /// There, with a value (which may still have failed to read: see
+    /// [`Read::malformed`]).
+    Value,
+}
+
+impl Given {
+    /// There and not null.
+    pub fn value(self) -> bool {
+        self == Given::Value
+    }
+    /// There, null or not.
+    pub fn key(self) -> bool {
+        self != Given::Absent
+    }
+}
+
+/// A report as read back.
+#[derive(Debug)]
+pub struct Read {
+    pub report: Report,
+    /// Every field down to GIVEN_DEPTH, dotted, and whether it was null.
+    given: BTreeMap<String, bool>,
+    /// Parts that were there but did not read, with serde's reason.
+    malformed: BTreeMap<String, String>,
+}
+
+impl Read {
+    /// Reads a report already parsed (and bounded) as JSON. Never fails: a
+    /// value that is not an object reads as an empty report, every part
+    /// missing.
+    pub fn from_value(v: &Value) -> Read {
+        let empty = Map::new();
+        let top = v.as_object().unwrap_or(&empty);
+        let mut given = BTreeMap::new();
+        record(top, "", 1, &mut given);
+        let mut bad = BTreeMap::new();
+        let inv = top
+            .get("inventory")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        // One section, by its name in the report (a macro: each is of its own type).
+        macro_rules! sec {
+            ($name:literal) => {
+                section(inv, $name, concat!("inventory.", $name), &mut bad)
+            };
+        }
+        let inventory = Facts {
+            boundary: sec!("boundary"),
+            mounts: sec!("mounts"),
+            // Not a section of the report (serde skips it).
+            users: None,
+            privilege: sec!("privilege"),
+            rootpaths: sec!("rootpaths"),
+            namespaces: sec!("namespaces"),
+            devices: sec!("devices"),
+            sockets: sec!("sockets"),
+            writable: sec!("writable"),
+            network: sec!("network"),
+            repository: sec!("repository"),
+            secrets: sec!("secrets"),
+            image: sec!("image"),
+            repro: sec!("repro"),
+            caches: sec!("caches"),
+            browsers: sec!("browsers"),
+            artifacts: sec!("artifacts"),
+            teardown: sec!("teardown"),
+        };
+        let report = Report {
+            schema: part(top, "schema", &mut bad),
+            schema_version: part(top, "schema_version", &mut bad),
+            tool: part(top, "tool", &mut bad),
+            run: part(top, "run", &mut bad),
+            summary: part(top, "summary", &mut bad),
+            scorecard: part(top, "scorecard", &mut bad),
+            findings: entries(top, "findings", &mut bad),
+            inventory,
+            probes: entries(top, "probes", &mut bad),
+            signing: section(top, "signing", "signing", &mut bad),
+        };
+        Read {
+            report,
+            given,
+            malformed: bad,
+        }
+    }
+
+    /// Whether the report gave the field at `path` (the model's field names,
+    /// outermost first). Use [`given!`](crate::given), which names the
+    /// field through the model so that a renamed field does not compile.
+    pub fn given(&self, path: &[&str]) -> Given {
+        match self.given.get(&path.join(".")) {
+            None => Given::Absent,
+            Some(true) => Given::Null,
+            Some(false) => Given::Value,
+        }
+    }
+
+    /// The parts that were there but did not read as the model's types
+    /// (`inventory.privilege`, `run`, `findings`…), each with why.
+    pub fn malformed(&self) -> &BTreeMap<String, String> {
+        &self.malformed
+    }
+
+    /// Whether `part` (dotted, as [`Read::malformed`] names it) was there
+    /// and did not read.
+    pub fn is_malformed(&self, part: &str) -> bool {
+        self.malformed.contains_key(part)
+    }
+}
+
+/// Whether the report gave a field, named through the model:
+/// `given!(read, run.policy_sha256)`, or for a field of an inventory
+/// section (an `Option` in the model), `given!(read, inventory.privilege
+/// => caps.effective)`. The field is named in code the compiler checks, so
+/// renaming it in the model breaks this, not the comparison at run time.
+#[macro_export]
+macro_rules! given {
+    ($read:expr, inventory.$sec:ident => $($f:ident).+) => {{
+        let read: &$crate::model::read::Read = $read;
+        let _named = read.report.inventory.$sec.as_ref().map(|s| &s $(.$f)+);
+        read.given(&["inventory", stringify!($sec), $(stringify!($f)),+])
+    }};
+    ($read:expr, $($f:ident).+) => {{
+        let read: &$crate::model::read::Read = $read;
+        let _named = &read.report $(.$f)+;
+        read.given(&[$(stringify!($f)),+])
+    }};
+}
+
+/// Records `obj`'s fields under `prefix`, down to GIVEN_DEPTH. Arrays are
+/// not entered: their members are read typed, whole.
+fn record(obj: &Map<String, Value>, prefix: &str, depth: usize, out: &mut BTreeMap<String, bool>) {
+    for (k, v) in obj {
+        let path = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        if let (Value::Object(o), true) = (v, depth < GIVEN_DEPTH) {
+            record(o, &path, depth + 1, out);
+        }
+        out.insert(path, v.is_null());
+    }
+}
+
+/// A part the report must have: its default when absent or null, or when
+/// it does not read (then named in `bad`).
+fn part<T: DeserializeOwned + Default>(
+    obj: &Map<String, Value>,
+    name: &str,
+    bad: &mut BTreeMap<String, String>,
+) -> T {
+    section(obj, name, name, bad).unwrap_or_default()
+}
+
+/// A part that may be missing: None when absent or null, or when it does
+/// not read (then named in `bad` as `label`).
+fn section<T: DeserializeOwned>(
+    obj: &Map<String, Value>,
+    name: &str,
+    label: &str,
+    bad: &mut BTreeMap<String, String>,
+) -> Option<T> {
+    match obj.get(name) {
+        None | Some(Value::Null) => None,
+        Some(v) => match T::deserialize(v) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                bad.insert(label.to_string(), e.to_string());
+                None
+            }
+        },
+    }
+}
+
+/// A list whose members read one by one: a member that does not read is
+/// left out (the first one's reason named in `bad`), the others kept.
+fn entries<T: DeserializeOwned>(
+    obj: &Map<String, Value>,
+    name: &str,
+    bad: &mut BTreeMap<String, String>,
+) -> Vec<T> {
+    let Some(v) = obj.get(name).filter(|v| !v.is_null()) else {
+        return Vec::new();
+    };
+    let Some(list) = v.as_array() else {
+        bad.insert(name.to_string(), "not a list".to_string());
+        return Vec::new();
+    };
+    let mut out = Vec::with_capacity(list.len());
+    let mut dropped = 0usize;
+    for (i, m) in list.iter().enumerate() {
+        match T::deserialize(m) {
+            Ok(t) => out.push(t),
+            Err(e) => {
+                if dropped == 0 {
+                    bad.insert(name.to_string(), format!("member {i}: {e}"));
+                }
+                dropped += 1;
+            }
+        }
+    }
+    if dropped > 1 {
+        if let Some(why) = bad.get_mut(name) {
+            why.push_str(&format!(" ({dropped} members left out)"));
+        }
+    }
+    out
+}

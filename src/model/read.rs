@@ -39,8 +39,7 @@ pub enum Given {
     Absent,
     /// There, as null.
     Null,
-    /// There, with a value (which may still have failed to read: see
-    /// [`Read::malformed`]).
+    /// There, with a value, in a part that read.
     Value,
 }
 
@@ -128,7 +127,13 @@ impl Read {
     /// Whether the report gave the field at `path` (the model's field names,
     /// outermost first). Use [`given!`](crate::given), which names the
     /// field through the model so that a renamed field does not compile.
+    /// A field inside a part that did not read is absent: what the typed
+    /// value holds there is the model's default, not the report's.
     pub fn given(&self, path: &[&str]) -> Given {
+        let unread = (1..=path.len()).any(|n| self.malformed.contains_key(&path[..n].join(".")));
+        if unread {
+            return Given::Absent;
+        }
         match self.given.get(&path.join(".")) {
             None => Given::Absent,
             Some(true) => Given::Null,
@@ -166,6 +171,15 @@ macro_rules! given {
         let _named = &read.report $(.$f)+;
         read.given(&[$(stringify!($f)),+])
     }};
+}
+
+/// The name the report gives a value of one of the model's enums
+/// (`runc/crun`, `host-bind`, `vm-container`): its serde name.
+pub fn word<T: serde::Serialize>(t: &T) -> String {
+    match serde_json::to_value(t) {
+        Ok(Value::String(s)) => s,
+        _ => String::new(),
+    }
 }
 
 /// Records `obj`'s fields under `prefix`, down to GIVEN_DEPTH. Arrays are

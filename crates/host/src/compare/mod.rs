@@ -21,6 +21,8 @@ use serde_json::Value;
 pub use crate::cli::{DiffFormat, SummaryFormat};
 use selfprobe::attest::verify::{self, Inputs};
 use selfprobe::attest::{keys, TEARDOWN_PREDICATE_TYPE};
+use selfprobe::given;
+use selfprobe::model::read::{word, Read};
 use selfprobe::model::Exit;
 use selfprobe::policy::Policy;
 
@@ -152,21 +154,19 @@ pub fn diff_side_of(
             "{label}: {shown}: the report has no inventory: expected a selfprobe JSON report"
         )));
     }
+    let read = Read::from_value(&report);
     let side = diff::Side {
         path: shown,
-        run_id: report
-            .pointer("/run/id")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        boundary: report.pointer("/inventory/boundary").map(|b| {
-            let f = |k: &str| {
-                b.get(k)
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown")
-                    .to_string()
-            };
-            format!("{} {} {}", f("kind"), f("engine"), f("runtime"))
-        }),
+        run_id: given!(&read, run.id)
+            .value()
+            .then(|| read.report.run.id.clone()),
+        // What the report leaves out of its boundary is the model's unknown.
+        boundary: read
+            .report
+            .inventory
+            .boundary
+            .as_ref()
+            .map(|b| format!("{} {} {}", word(&b.kind), word(&b.engine), word(&b.runtime))),
         verified_by,
     };
     Ok((report, side))

@@ -19,6 +19,8 @@ use super::input::{self, Group, Kind, Role};
 use selfprobe::attest::verify::{self, Inputs, Verdict};
 use selfprobe::attest::{dsse, TEARDOWN_PREDICATE_TYPE};
 use selfprobe::finding::Severity;
+use selfprobe::given;
+use selfprobe::model::read::{word, Read};
 use selfprobe::model::Exit;
 use selfprobe::scorecard::CONTROLS;
 
@@ -363,13 +365,14 @@ pub fn parse_inspection(
     out
 }
 
-fn boundary_of(r: &Value) -> Option<String> {
-    let b = r.pointer("/inventory/boundary")?;
-    let f = |k: &str| str_at(b, &format!("/{k}")).unwrap_or_else(|| "unknown".into());
-    let mut out = format!("{} {} {}", f("kind"), f("engine"), f("runtime"));
-    match b.get("rootless").and_then(Value::as_bool) {
+fn boundary_of(r: &Read) -> Option<String> {
+    // What the report leaves out of its boundary is the model's unknown.
+    let b = r.report.inventory.boundary.as_ref()?;
+    let kind = word(&b.kind);
+    let mut out = format!("{kind} {} {}", word(&b.engine), word(&b.runtime));
+    match b.rootless {
         Some(true) => out.push_str(" rootless"),
-        Some(false) if f("kind") != "host" => out.push_str(" rootful"),
+        Some(false) if kind != "host" => out.push_str(" rootful"),
         _ => {}
     }
     Some(out)
@@ -560,44 +563,40 @@ pub fn row_with(
 
     let (had_report, had_td) = (report.is_some(), td.is_some());
     if let Some(mut report) = report {
-        let r = &mut report;
-        w.run_id = str_at(r, "/run/id");
-        w.boundary = boundary_of(r);
+        // Typed (model::read): what the report leaves out is None here, not
+        // the model's default.
+        let read = Read::from_value(&report);
+        let rr = &read.report;
+        w.run_id = given!(&read, run.id).value().then(|| rr.run.id.clone());
+        w.boundary = boundary_of(&read);
         for (i, c) in CONTROLS.iter().enumerate() {
-            let s = r
-                .pointer("/scorecard/controls")
-                .and_then(Value::as_array)
-                .and_then(|a| {
-                    a.iter()
-                        .find(|x| x.get("control").and_then(Value::as_str) == Some(c.key))
-                });
-            if let Some(s) = s {
-                let decisive = items(s.get("decisive")).filter_map(Value::as_str);
-                w.controls[i] = Cell::of(
-                    s.get("score"),
-                    str_at(s, "/reason"),
-                    "report",
-                    decisive.map(str::to_string).collect(),
-                );
-            } else {
-                w.controls[i].reason = "the report has no score for this control".into();
+            match rr.scorecard.controls.iter().find(|x| x.control == c.key) {
+                Some(s) => {
+                    w.controls[i] = Cell {
+                        score: s.score.map(|n| n.min(2)),
+                        reason: s.reason.clone(),
+                        source: "report",
+                        decisive: s.decisive.clone(),
+                    }
+                }
+                None => w.controls[i].reason = "the report has no score for this control".into(),
             }
         }
-        if let (Some(t), Some(m)) = (
-            r.pointer("/scorecard/total").and_then(Value::as_u64),
-            r.pointer("/scorecard/max").and_then(Value::as_u64),
-        ) {
-            w.total = Some((t, m));
+        if given!(&read, scorecard.total).value() && given!(&read, scorecard.max).value() {
+            w.total = Some((rr.scorecard.total.into(), rr.scorecard.max.into()));
         }
-        match exit_of(r.pointer("/summary/exit_code").and_then(Value::as_i64)) {
-            Some(e) => w.exit = worse(w.exit, e),
-            None => {
-                w.notes.push("the report records no exit code".into());
-                w.exit = worse(w.exit, Exit::ProbeFailed);
-            }
+        // A number that is no exit code of selfprobe's does not read.
+        if given!(&read, summary.exit_code).value() {
+            w.exit = worse(w.exit, rr.summary.exit_code);
+        } else {
+            w.notes.push("the report records no exit code".into());
+            w.exit = worse(w.exit, Exit::ProbeFailed);
         }
-        // Moved, not copied: a summary holds a thousand reports' findings.
-        if let Some(Value::Array(fs)) = r.get_mut("findings").map(Value::take) {
+        // The findings are kept as the report gave them (the summary's
+        // renderers take them as JSON), moved, not copied: a summary holds
+        // a thousand reports' findings.
+        drop(read);
+        if let Some(Value::Array(fs)) = report.get_mut("findings").map(Value::take) {
             w.findings.extend(fs);
         }
     }

@@ -6,8 +6,8 @@
 //! whether the workspace actually feels it. docs/inspect.md maps the checks
 //! one by one.
 
+use selfprobe::model::read::Read;
 use serde::Serialize;
-use serde_json::Value;
 
 use super::crosscheck::engine_socket;
 use super::record::{normalize_cap, MountKind, Record, DOCKER_DEFAULT_CAPS};
@@ -34,24 +34,11 @@ const SENSITIVE: [&str; 8] = [
     "/", "/boot", "/dev", "/etc", "/lib", "/proc", "/sys", "/usr",
 ];
 
-fn findings(report: Option<&Value>) -> Vec<(String, String)> {
+fn findings(report: Option<&Read>) -> Vec<(String, String)> {
     report
-        .and_then(|r| r.get("findings"))
-        .and_then(Value::as_array)
         .into_iter()
-        .flatten()
-        .map(|f| {
-            (
-                f.get("code")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-                f.get("subject")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-            )
-        })
+        .flat_map(|r| &r.report.findings)
+        .map(|f| (f.code.clone(), f.subject.clone()))
         .collect()
 }
 
@@ -59,7 +46,7 @@ fn findings(report: Option<&Value>) -> Vec<(String, String)> {
 /// findings for it (the limits only the outside knows).
 pub fn section5(
     rec: &Record,
-    report: Option<&Value>,
+    report: Option<&Read>,
     outside: &[selfprobe::finding::Finding],
 ) -> Vec<Check> {
     let inside = findings(report);
@@ -476,7 +463,7 @@ mod tests {
             {"code": "priv.capability", "subject": "CAP_SYS_ADMIN"},
             {"code": "ns.host-pid", "subject": "pid"},
             {"code": "engine.socket-reachable", "subject": "/var/run/docker.sock"}]});
-        let c = section5(&r, Some(&rep), &[]);
+        let c = section5(&r, Some(&Read::from_value(&rep)), &[]);
         for id in ["5.4", "5.16", "5.32"] {
             let k = get(&c, id);
             assert!(k.warn && k.felt == Some(true), "{k:?}");

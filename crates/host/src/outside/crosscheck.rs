@@ -31,7 +31,7 @@ use selfprobe::facts::mounts::MountEntry;
 use selfprobe::finding::Code;
 use selfprobe::finding::{Finding, Severity};
 use selfprobe::given;
-use selfprobe::model::read::{Given, Read};
+use selfprobe::model::read::{word, Given, Read};
 use selfprobe::probe::privilege::PrivFacts;
 use selfprobe::probe::{Facts, ProbeStatus};
 
@@ -127,9 +127,9 @@ const INIT_USER_NS: u64 = 0xEFFF_FFFD;
 /// The report as the comparison reads it: typed through the model
 /// (selfprobe::model::read), with `given!` where a fact the report leaves
 /// out must not pass for the model's default.
-struct Report(Read);
+struct Report<'a>(&'a Read);
 
-impl Report {
+impl Report<'_> {
     fn inv(&self) -> &Facts {
         &self.0.report.inventory
     }
@@ -212,14 +212,6 @@ fn nullable<T: Clone>(given: Given, v: &Option<T>) -> Option<Option<T>> {
         Given::Absent => None,
         Given::Null => Some(None),
         Given::Value => Some(v.clone()),
-    }
-}
-
-/// The name the report gives an enum's value (`runc/crun`, `host-bind`).
-fn word<T: Serialize>(t: &T) -> String {
-    match serde_json::to_value(t) {
-        Ok(Value::String(s)) => s,
-        _ => String::new(),
     }
 }
 
@@ -338,7 +330,12 @@ impl Cmp<'_> {
 
 /// Compares the record with the report. `report` is the probe's JSON report.
 pub fn compare(ctx: &Context, report: &Value) -> Outcome {
-    let r = Report(Read::from_value(report));
+    compare_read(ctx, &Read::from_value(report))
+}
+
+/// Compares the record with the report, read back (model::read).
+pub fn compare_read(ctx: &Context, report: &Read) -> Outcome {
+    let r = Report(report);
     let mut c = Cmp {
         ctx,
         out: Outcome::default(),
@@ -370,8 +367,8 @@ pub fn compare(ctx: &Context, report: &Value) -> Outcome {
 /// destination in the record and every path the report names an engine
 /// socket at, for outside/resolve.rs to resolve inside the container. At
 /// most `max`: the report's part is untrusted and bounded.
-pub fn paths_to_resolve(rec: &Record, report: &Value, max: usize) -> Vec<String> {
-    let r = Report(Read::from_value(report));
+pub fn paths_to_resolve(rec: &Record, report: &Read, max: usize) -> Vec<String> {
+    let r = Report(report);
     let mut out: Vec<String> = rec.mounts.iter().map(|m| m.destination.clone()).collect();
     for code in [
         "engine.socket-reachable",
@@ -771,7 +768,7 @@ struct Flag {
     key: &'static str,
     /// The report's side: whether it gave the key, and its value (None:
     /// null), or why the section is not there.
-    inside: fn(&Report) -> Result<(Given, Option<bool>), Got>,
+    inside: fn(&Report<'_>) -> Result<(Given, Option<bool>), Got>,
     engine: fn(&Record) -> bool,
     /// What a null there means, when the report's format gives null a
     /// meaning (the kernel does not show it); None: null is absent.

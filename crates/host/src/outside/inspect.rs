@@ -29,9 +29,12 @@ use super::placement::{self, Candidate, Method, Passed};
 use super::record::{EngineKind, MountKind, Record};
 use super::resolve;
 use selfprobe::attest::verify;
+use selfprobe::facts::boundary::Boundary;
 use selfprobe::finding::{Finding, Severity, Status};
+use selfprobe::given;
 use selfprobe::host::rfc3339;
 use selfprobe::keys::Signer;
+use selfprobe::model::read::{self, word, Given};
 use selfprobe::policy::Policy;
 use selfprobe::util::command::{Captured, ToolStatus};
 use selfprobe::util::sanitize;
@@ -1396,8 +1399,9 @@ fn finish(
     run: Option<(&Value, &crosscheck::Asked)>,
     deadline: Instant,
 ) {
-    let report = run.map(|(r, _)| r);
-    if let Some((r, asked)) = run {
+    // The report read back once, typed (model::read), for each use below.
+    let read = run.map(|(r, _)| read::Read::from_value(r));
+    if let (Some((_, asked)), Some(r)) = (run, read.as_ref()) {
         // The record's destinations and the report's socket paths, as the
         // container resolves them (outside/resolve.rs).
         let kind = sh.engine.runtime_kind(&rec.runtime);
@@ -1419,7 +1423,7 @@ fn finish(
             asked: Some(asked),
             resolved: &resolved,
         };
-        let o = crosscheck::compare(&ctx, r);
+        let o = crosscheck::compare_read(&ctx, r);
         c.comparisons = o.comparisons;
         c.disagreements = o.disagreements;
         c.findings.extend(
@@ -1430,7 +1434,7 @@ fn finish(
         c.glance = Some(glance(r));
         c.resolved = resolved;
     }
-    c.cis = cis::section5(rec, report, &c.findings);
+    c.cis = cis::section5(rec, read.as_ref(), &c.findings);
     let today = selfprobe::host::today(SystemTime::now());
     let _ = sh.policy.apply(&mut c.findings, today);
     // A policy severity override reaches the contract's entries too.
@@ -1452,10 +1456,11 @@ fn finish(
     c.exit = if c.not_probed.is_some() || !c.verified {
         3
     } else {
-        let inside = report
-            .and_then(|r| r.pointer("/summary/exit_code"))
-            .and_then(Value::as_i64)
-            .unwrap_or(3) as i32;
+        // A report that records no exit code counts as a failed run.
+        let inside = read
+            .as_ref()
+            .filter(|r| given!(r, summary.exit_code).value())
+            .map_or(3, |r| i32::from(r.report.summary.exit_code));
         let gating = c
             .findings
             .iter()
@@ -1464,27 +1469,28 @@ fn finish(
     };
 }
 
-fn glance(r: &Value) -> Glance {
-    let s = |p: &str| {
-        r.pointer(p)
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_string()
+fn glance(r: &read::Read) -> Glance {
+    let b = &r.report.inventory.boundary;
+    // What the report leaves out is "?", not the model's default.
+    let named = |g: Given, w: fn(&Boundary) -> String| match (g.value(), b) {
+        (true, Some(b)) => w(b),
+        _ => "?".to_string(),
     };
     let worst = r
-        .get("findings")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|f| f.get("status").and_then(Value::as_str) == Some("fail"))
-        .filter_map(|f| f.get("severity").and_then(Value::as_str))
-        .filter_map(|s| s.parse::<Severity>().ok())
+        .report
+        .findings
+        .iter()
+        .filter(|f| f.status == Status::Fail)
+        .map(|f| f.severity)
         .max();
+    let score = |g: Given, n: u8| g.value().then_some(u64::from(n));
     Glance {
-        boundary: s("/inventory/boundary/kind"),
-        runtime: s("/inventory/boundary/runtime"),
-        score: r.pointer("/scorecard/total").and_then(Value::as_u64),
-        max: r.pointer("/scorecard/max").and_then(Value::as_u64),
+        boundary: named(given!(r, inventory.boundary => kind), |b| word(&b.kind)),
+        runtime: named(given!(r, inventory.boundary => runtime), |b| {
+            word(&b.runtime)
+        }),
+        score: score(given!(r, scorecard.total), r.report.scorecard.total),
+        max: score(given!(r, scorecard.max), r.report.scorecard.max),
         worst,
     }
 }

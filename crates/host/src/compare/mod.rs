@@ -32,17 +32,12 @@ pub struct Outcome {
     pub warnings: Vec<String>,
 }
 
-#[derive(Debug)]
-pub struct Stop {
-    pub exit: Exit,
-    pub message: String,
-}
+/// A diff or summary that could not be made: the host tool's one error
+/// (usage: exit 2; failed: exit 3).
+pub use crate::error::Error as Stop;
 
 fn usage(m: impl Into<String>) -> Stop {
-    Stop {
-        exit: Exit::Usage,
-        message: m.into(),
-    }
+    Stop::Usage(m.into())
 }
 
 /// Reads a public key file as `verify` does (`selfprobe pubkey` output,
@@ -96,12 +91,9 @@ pub fn diff_side_of(
             None,
         ),
         (input::Kind::Report, Some(_)) => {
-            return Err(Stop {
-                exit: Exit::ProbeFailed,
-                message: format!(
+            return Err(Stop::Failed(format!(
                     "{label}: {shown} is a report, not an envelope: --pubkey verifies DSSE envelopes (what --attest writes); give its envelope, or leave out --pubkey to compare the report as it is"
-                ),
-            })
+                )))
         }
         (input::Kind::Envelope, Some(k)) => {
             let v = verify::verify(&Inputs {
@@ -113,10 +105,7 @@ pub fn diff_side_of(
             });
             if !v.valid() {
                 let why: Vec<String> = v.problems.iter().map(|p| p.message.clone()).collect();
-                return Err(Stop {
-                    exit: Exit::ProbeFailed,
-                    message: format!("{label}: {shown} does not verify: {}", why.join("; ")),
-                });
+                return Err(Stop::Failed(format!("{label}: {shown} does not verify: {}", why.join("; "))));
             }
             if v.predicate_type == Some(TEARDOWN_PREDICATE_TYPE) {
                 return Err(usage(format!(

@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use zeroize::Zeroizing;
 
-use crate::attest::{self, keys, verify};
+use crate::attest::{self, verify};
 use crate::cli::{Format, PubkeyArgs, RunArgs, VerifyArgs};
 use crate::gate;
 use crate::host::{self, Cleanup};
+use crate::keys;
 use crate::model::Exit;
 use crate::output::{cleanup_on_signal, emit, warn, write_out, Failure};
 use crate::report;

@@ -6,10 +6,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use selfprobe::attest::keys;
 use selfprobe::cli::{CanaryAction, Cli, Command};
 use selfprobe::commands::{install, plant, pubkey, remove_self, run, verify};
 use selfprobe::host;
+use selfprobe::keys;
 use selfprobe::model::Exit;
 use selfprobe::output::{emit, finish, Failure};
 use selfprobe::report;

@@ -5,8 +5,9 @@
 
 use zeroize::Zeroizing;
 
-use selfprobe::attest::{self, keys};
+use selfprobe::attest;
 use selfprobe::host;
+use selfprobe::keys;
 use selfprobe::model::Exit;
 use selfprobe::output::{cleanup_on_signal, emit, warn, write_out, Failure};
 use selfprobe::report;

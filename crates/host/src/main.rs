@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use selfprobe::attest::keys;
 use selfprobe::host;
+use selfprobe::keys;
 use selfprobe::output::finish;
 use selfprobe::util::panics;
 use selfprobe_host::cli::{AttestAction, Cli, Command};

@@ -20,12 +20,13 @@ use serde_json::Value;
 
 pub use crate::cli::{DiffFormat, SummaryFormat};
 use selfprobe::attest::verify::{self, Inputs};
-use selfprobe::attest::{keys, TEARDOWN_PREDICATE_TYPE};
+use selfprobe::attest::TEARDOWN_PREDICATE_TYPE;
+use selfprobe::keys;
 use selfprobe::model::Exit;
 use selfprobe::policy::Policy;
 
 /// What a command prints and the code it ends with, or why it stopped.
-pub struct Outcome {
+pub struct Printed {
     pub text: String,
     pub exit: Exit,
     /// Lines for standard error that do not end the command.
@@ -168,7 +169,7 @@ pub fn diff_command(
     pubkey: Option<&Path>,
     policy: Option<&Path>,
     format: DiffFormat,
-) -> Result<Outcome, Stop> {
+) -> Result<Printed, Stop> {
     let allow: Vec<String> = match policy {
         None => Vec::new(),
         Some(p) => {
@@ -200,7 +201,7 @@ pub fn diff_command(
         DiffFormat::Text => diff::text(&d),
         DiffFormat::Json => diff::json(&d),
     };
-    Ok(Outcome {
+    Ok(Printed {
         text,
         exit,
         warnings,
@@ -215,7 +216,7 @@ pub fn summary_command(
     binary_sha256: Option<String>,
     host_sha256: Option<String>,
     format: SummaryFormat,
-) -> Result<Outcome, Stop> {
+) -> Result<Printed, Stop> {
     let mut keys_ = Vec::new();
     for p in pubkeys {
         keys_.push((p.display().to_string(), load_key(p)?));
@@ -252,7 +253,7 @@ pub fn summary_command(
         SummaryFormat::Junit => junit::render(&fleet),
         SummaryFormat::Html => html::render(&fleet),
     };
-    Ok(Outcome {
+    Ok(Printed {
         text,
         exit: fleet.exit,
         warnings: fleet.errors.clone(),

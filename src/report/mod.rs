@@ -1,5 +1,5 @@
 //! The renderers: each returns the bytes of one format, main writes them.
-//! The data they render is src/model.rs.
+//! The data they render is src/model/mod.rs.
 
 pub mod catalog;
 pub mod gate;

@@ -68,7 +68,7 @@ pub struct Disagreement {
 }
 
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub struct CrossCheck {
     pub comparisons: Vec<Comparison>,
     pub disagreements: Vec<Disagreement>,
     pub findings: Vec<Finding>,
@@ -217,7 +217,7 @@ fn nullable<T: Clone>(given: Given, v: &Option<T>) -> Option<Option<T>> {
 
 struct Cmp<'a> {
     ctx: &'a Context<'a>,
-    out: Outcome,
+    out: CrossCheck,
 }
 
 impl Cmp<'_> {
@@ -329,16 +329,16 @@ impl Cmp<'_> {
 }
 
 /// Compares the record with the report. `report` is the probe's JSON report.
-pub fn compare(ctx: &Context, report: &Value) -> Outcome {
+pub fn compare(ctx: &Context, report: &Value) -> CrossCheck {
     compare_read(ctx, &Read::from_value(report))
 }
 
 /// Compares the record with the report, read back (model::read).
-pub fn compare_read(ctx: &Context, report: &Read) -> Outcome {
+pub fn compare_read(ctx: &Context, report: &Read) -> CrossCheck {
     let r = Report(report);
     let mut c = Cmp {
         ctx,
-        out: Outcome::default(),
+        out: CrossCheck::default(),
     };
     if let Some(asked) = ctx.asked {
         arguments(&mut c, &r, asked);
@@ -1645,7 +1645,7 @@ mod tests {
         })
     }
 
-    fn outcome(r: &Record, rep: &Value) -> Outcome {
+    fn outcome(r: &Record, rep: &Value) -> CrossCheck {
         outcome_with(r, rep, None, &BTreeMap::new())
     }
 
@@ -1654,7 +1654,7 @@ mod tests {
         rep: &Value,
         asked: Option<&Asked>,
         resolved: &BTreeMap<String, String>,
-    ) -> Outcome {
+    ) -> CrossCheck {
         let (e, caps) = (docker(), all());
         let ctx = Context {
             rec: r,
@@ -1666,7 +1666,7 @@ mod tests {
         compare(&ctx, rep)
     }
 
-    fn codes(o: &Outcome) -> Vec<(String, String, Severity)> {
+    fn codes(o: &CrossCheck) -> Vec<(String, String, Severity)> {
         o.disagreements
             .iter()
             .map(|d| (d.fact.clone(), d.code.clone(), d.severity))
@@ -1920,7 +1920,7 @@ mod tests {
         assert_eq!(m.verdict, Verdict::Agree, "{m:#?}");
     }
 
-    fn verdicts(o: &Outcome) -> Vec<(String, Verdict)> {
+    fn verdicts(o: &CrossCheck) -> Vec<(String, Verdict)> {
         o.comparisons
             .iter()
             .map(|c| (c.fact.clone(), c.verdict))

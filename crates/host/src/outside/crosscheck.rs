@@ -755,6 +755,10 @@ fn lsm(c: &mut Cmp, r: &Report, sandbox: bool) {
     }
 }
 
+/// A flag as the report gives it: whether the key is there, and its value
+/// (None: null).
+type FlagSeen = (Given, Option<bool>);
+
 /// A yes/no fact where the inside's yes is the narrower claim (a flag
 /// that restricts): where the report keeps it, what the record says, and
 /// the messages for each answer.
@@ -768,7 +772,7 @@ struct Flag {
     key: &'static str,
     /// The report's side: whether it gave the key, and its value (None:
     /// null), or why the section is not there.
-    inside: fn(&Report<'_>) -> Result<(Given, Option<bool>), Got>,
+    inside: fn(&Report<'_>) -> Result<FlagSeen, Got>,
     engine: fn(&Record) -> bool,
     /// What a null there means, when the report's format gives null a
     /// meaning (the kernel does not show it); None: null is absent.

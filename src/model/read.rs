@@ -62,6 +62,15 @@ pub struct Read {
     given: BTreeMap<String, bool>,
     /// Parts that were there but did not read, with serde's reason.
     malformed: BTreeMap<String, String>,
+    /// Those parts as the report gave them, for [`Read::claimed`].
+    unread: BTreeMap<String, Value>,
+}
+
+/// What did not read: why, and the part as given.
+#[derive(Default)]
+struct Unread {
+    why: BTreeMap<String, String>,
+    raw: BTreeMap<String, Value>,
 }
 
 impl Read {
@@ -73,7 +82,7 @@ impl Read {
         let top = v.as_object().unwrap_or(&empty);
         let mut given = BTreeMap::new();
         record(top, "", 1, &mut given);
-        let mut bad = BTreeMap::new();
+        let mut bad = Unread::default();
         let inv = top
             .get("inventory")
             .and_then(Value::as_object)
@@ -120,7 +129,8 @@ impl Read {
         Read {
             report,
             given,
-            malformed: bad,
+            malformed: bad.why,
+            unread: bad.raw,
         }
     }
 
@@ -145,6 +155,22 @@ impl Read {
     /// (`inventory.privilege`, `run`, `findings`…), each with why.
     pub fn malformed(&self) -> &BTreeMap<String, String> {
         &self.malformed
+    }
+
+    /// The string a part that did not read gives at `path` (the model's
+    /// field names, outermost first), as the report gave it: what a report
+    /// claims where the model has no value for it (a boundary kind that is
+    /// no Kind), for showing, sanitised, never for judging. None where the
+    /// part read (its typed value says it) or gives no string there. Use
+    /// [`claimed!`](crate::claimed), which names the field through the model.
+    pub fn claimed(&self, path: &[&str]) -> Option<&str> {
+        (1..=path.len()).find_map(|n| {
+            let part = self.unread.get(&path[..n].join("."))?;
+            path[n..]
+                .iter()
+                .try_fold(part, |v, k| v.get(k))
+                .and_then(Value::as_str)
+        })
     }
 
     /// Whether `part` (dotted, as [`Read::malformed`] names it) was there
@@ -182,6 +208,23 @@ pub fn word<T: serde::Serialize>(t: &T) -> String {
     }
 }
 
+/// What a part that did not read claims at a field, named through the
+/// model as in [`given!`](crate::given): `claimed!(read, inventory.boundary
+/// => kind)`.
+#[macro_export]
+macro_rules! claimed {
+    ($read:expr, inventory.$sec:ident => $($f:ident).+) => {{
+        let read: &$crate::model::read::Read = $read;
+        let _named = read.report.inventory.$sec.as_ref().map(|s| &s $(.$f)+);
+        read.claimed(&["inventory", stringify!($sec), $(stringify!($f)),+])
+    }};
+    ($read:expr, $($f:ident).+) => {{
+        let read: &$crate::model::read::Read = $read;
+        let _named = &read.report $(.$f)+;
+        read.claimed(&[$(stringify!($f)),+])
+    }};
+}
+
 /// Records `obj`'s fields under `prefix`, down to GIVEN_DEPTH. Arrays are
 /// not entered: their members are read typed, whole.
 fn record(obj: &Map<String, Value>, prefix: &str, depth: usize, out: &mut BTreeMap<String, bool>) {
@@ -203,7 +246,7 @@ fn record(obj: &Map<String, Value>, prefix: &str, depth: usize, out: &mut BTreeM
 fn part<T: DeserializeOwned + Default>(
     obj: &Map<String, Value>,
     name: &str,
-    bad: &mut BTreeMap<String, String>,
+    bad: &mut Unread,
 ) -> T {
     section(obj, name, name, bad).unwrap_or_default()
 }
@@ -214,14 +257,15 @@ fn section<T: DeserializeOwned>(
     obj: &Map<String, Value>,
     name: &str,
     label: &str,
-    bad: &mut BTreeMap<String, String>,
+    bad: &mut Unread,
 ) -> Option<T> {
     match obj.get(name) {
         None | Some(Value::Null) => None,
         Some(v) => match T::deserialize(v) {
             Ok(t) => Some(t),
             Err(e) => {
-                bad.insert(label.to_string(), e.to_string());
+                bad.why.insert(label.to_string(), e.to_string());
+                bad.raw.insert(label.to_string(), v.clone());
                 None
             }
         },
@@ -230,16 +274,12 @@ fn section<T: DeserializeOwned>(
 
 /// A list whose members read one by one: a member that does not read is
 /// left out (the first one's reason named in `bad`), the others kept.
-fn entries<T: DeserializeOwned>(
-    obj: &Map<String, Value>,
-    name: &str,
-    bad: &mut BTreeMap<String, String>,
-) -> Vec<T> {
+fn entries<T: DeserializeOwned>(obj: &Map<String, Value>, name: &str, bad: &mut Unread) -> Vec<T> {
     let Some(v) = obj.get(name).filter(|v| !v.is_null()) else {
         return Vec::new();
     };
     let Some(list) = v.as_array() else {
-        bad.insert(name.to_string(), "not a list".to_string());
+        bad.why.insert(name.to_string(), "not a list".to_string());
         return Vec::new();
     };
     let mut out = Vec::with_capacity(list.len());
@@ -249,14 +289,14 @@ fn entries<T: DeserializeOwned>(
             Ok(t) => out.push(t),
             Err(e) => {
                 if dropped == 0 {
-                    bad.insert(name.to_string(), format!("member {i}: {e}"));
+                    bad.why.insert(name.to_string(), format!("member {i}: {e}"));
                 }
                 dropped += 1;
             }
         }
     }
     if dropped > 1 {
-        if let Some(why) = bad.get_mut(name) {
+        if let Some(why) = bad.why.get_mut(name) {
             why.push_str(&format!(" ({dropped} members left out)"));
         }
     }

@@ -22,11 +22,13 @@ fn the_captures_read_back_byte_for_byte() {
         );
         let pol = f.path("policy.toml");
         std::fs::write(&pol, "[workspace]\npath = \"/workspace\"\n").unwrap();
+        let att = f.path("attestation.json");
         for args in [
             vec![],
             vec!["--workspace", "/workspace", "--nonce", "0011223344556677"],
             vec!["--policy", pol.to_str().unwrap(), "--fail-on", "medium"],
-            vec!["--attest", "-"],
+            // Signed: the report's signing section.
+            vec!["--attest", att.to_str().unwrap()],
         ] {
             // Run::from checks the round trip (common/roundtrip.rs).
             let r = f.run(&args);
@@ -80,6 +82,19 @@ fn a_report_read_back_says_what_it_leaves_out_and_never_panics() {
     assert!(read.is_malformed("inventory.mounts"));
     assert!(read.is_malformed("run"));
     assert!(read.is_malformed("findings"));
+    assert_eq!(
+        selfprobe::claimed!(&read, inventory.mounts => mounts),
+        None,
+        "a list is not a claimed string"
+    );
+    let mut v = full.clone();
+    v["inventory"]["boundary"]["kind"] = json!("a kind of its own");
+    let read = Read::from_value(&v);
+    assert!(read.report.inventory.boundary.is_none());
+    assert_eq!(
+        selfprobe::claimed!(&read, inventory.boundary => kind),
+        Some("a kind of its own")
+    );
     assert_eq!(
         read.report.findings.len() + 1,
         full["findings"].as_array().unwrap().len(),

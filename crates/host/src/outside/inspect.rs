@@ -31,13 +31,13 @@ use super::resolve;
 use selfprobe::attest::verify;
 use selfprobe::facts::boundary::Boundary;
 use selfprobe::finding::{Finding, Severity, Status};
-use selfprobe::given;
 use selfprobe::host::rfc3339;
 use selfprobe::keys::Signer;
 use selfprobe::model::read::{self, word, Given};
 use selfprobe::policy::Policy;
 use selfprobe::util::command::{Captured, ToolStatus};
 use selfprobe::util::sanitize;
+use selfprobe::{claimed, given};
 
 pub const SCHEMA: &str = "https://selfprobe.dev/schema/inspection/v1";
 /// What a probe may print on stdout: its JSON report and envelope. A
@@ -1466,10 +1466,12 @@ fn finish(
 
 fn glance(r: &read::Read) -> Glance {
     let b = &r.report.inventory.boundary;
-    // What the report leaves out is "?", not the model's default.
-    let named = |g: Given, w: fn(&Boundary) -> String| match (g.value(), b) {
+    // What the report leaves out is "?", not the model's default; a
+    // boundary that does not read shows what it claims (sanitised where
+    // the glance is shown).
+    let named = |g: Given, w: fn(&Boundary) -> String, claimed: Option<&str>| match (g.value(), b) {
         (true, Some(b)) => w(b),
-        _ => "?".to_string(),
+        _ => claimed.unwrap_or("?").to_string(),
     };
     let worst = r
         .report
@@ -1480,10 +1482,16 @@ fn glance(r: &read::Read) -> Glance {
         .max();
     let score = |g: Given, n: u8| g.value().then_some(u64::from(n));
     Glance {
-        boundary: named(given!(r, inventory.boundary => kind), |b| word(&b.kind)),
-        runtime: named(given!(r, inventory.boundary => runtime), |b| {
-            word(&b.runtime)
-        }),
+        boundary: named(
+            given!(r, inventory.boundary => kind),
+            |b| word(&b.kind),
+            claimed!(r, inventory.boundary => kind),
+        ),
+        runtime: named(
+            given!(r, inventory.boundary => runtime),
+            |b| word(&b.runtime),
+            claimed!(r, inventory.boundary => runtime),
+        ),
         score: score(given!(r, scorecard.total), r.report.scorecard.total),
         max: score(given!(r, scorecard.max), r.report.scorecard.max),
         worst,

@@ -466,10 +466,10 @@ pub struct CredentialHit {
     pub path: String,
     pub format: CredFormat,
     pub items: Vec<CredItem>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<Owner>,
     /// The cache this file lives in, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_cache: Option<String>,
     pub sensitivity: Text,
     #[serde(flatten)]
@@ -1100,7 +1100,7 @@ pub struct ArtifactEntry {
     pub sensitivity: String,
     pub path: String,
     pub size: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<Owner>,
     pub retention: Retention,
     pub mount_point: String,

@@ -60,7 +60,7 @@ pub struct ProbeRecord {
     pub status: ProbeStatus,
     #[serde(default)]
     pub duration_us: u128,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 

@@ -44,7 +44,7 @@ pub struct SocketProbe {
     /// catalog, env:DOCKER_HOST, host-mount:/data …
     pub origin: String,
     pub outcome: SocketAnswer,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<EngineAnswer>,
 }
 

@@ -181,18 +181,18 @@ pub struct ProxySaid {
     pub reason: String,
     /// squid's `X-Squid-Error` (`ERR_CONNECT_FAIL 111`), or tinyproxy's
     /// reason phrase, which names its refusal.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The proxy software, from its answer's Server or Via header.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub software: Option<String>,
     /// Whether the proxy says it had connected to the destination when it
     /// failed (squid's ERR_ZERO_SIZE_OBJECT, ERR_READ_TIMEOUT…): the request
     /// then reached it. None when its answer does not say.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream_connected: Option<bool>,
     /// A 407's challenge (`Basic realm="…"`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub challenge: Option<String>,
 }
 

@@ -21,3 +21,4 @@ pub mod run;
 pub mod scorecard;
 pub mod target;
 pub mod util;
+pub mod watch;

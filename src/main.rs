@@ -12,7 +12,7 @@ use zeroize::Zeroizing;
 use selfprobe::attest::{self, keys, verify};
 use selfprobe::cli::{
     AttestAction, AttestFetchArgs, AttestPushArgs, CanaryAction, Cli, Command, DiffArgs, Format,
-    HostFormat, InspectArgs, PubkeyArgs, RunArgs, SummaryArgs, TeardownArgs, VerifyArgs,
+    HostFormat, InspectArgs, PubkeyArgs, RunArgs, SummaryArgs, TeardownArgs, VerifyArgs, WatchArgs,
 };
 use selfprobe::compare;
 use selfprobe::gate;
@@ -96,6 +96,7 @@ fn main() -> ExitCode {
         }) => plant(args, env_key),
         Some(Command::Inspect(args)) => inspect(args, env_key),
         Some(Command::Teardown(args)) => teardown(args, env_key),
+        Some(Command::Watch(args)) => watch(args, env_key),
         Some(Command::Install { dir }) => {
             drop(env_key);
             install(&dir)
@@ -642,6 +643,19 @@ fn teardown(args: TeardownArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<E
     };
     emit(&text, code)?;
     Ok(code)
+}
+
+/// `selfprobe watch` (src/watch): runs until a signal ends it, then exit 0.
+fn watch(args: WatchArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failure> {
+    use selfprobe::watch::{self, WatchError};
+    let opts =
+        watch::Options::from_args(&args).map_err(|e| Failure::usage(format!("watch: {e}")))?;
+    watch::run(opts, env_key)
+        .map(|()| Exit::Clean)
+        .map_err(|e| match e {
+            WatchError::Usage(m) => Failure::usage(format!("watch: {m}")),
+            WatchError::Failed(m) => Failure::failed(format!("watch: {m}")),
+        })
 }
 
 /// A registry step's error: usage (exit 2) or a failed step (exit 3).

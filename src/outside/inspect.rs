@@ -1559,6 +1559,134 @@ pub fn render_json(insp: &Inspection) -> String {
     s
 }
 
+/// What many inspections share, made once: the policy, the staged binary
+/// and its SHA-256, the key's PEM for the probes' stdin, the engine, the
+/// host's capabilities. The watch (src/watch) holds one for its whole life,
+/// so a container's inspection costs its own engine calls and no `info`,
+/// staging or hashing of the binary (about a tenth of a second each time).
+/// `inspect` above is the one-shot form of the same steps.
+pub struct Session {
+    opts: Options,
+    engine: Engine,
+    policy: Policy,
+    staged: Staged,
+    binary: PathBuf,
+    binary_sha: String,
+    signer: Signer,
+    key_pem: Zeroizing<String>,
+    all_caps: Vec<String>,
+}
+
+impl Session {
+    /// Loads the policy, stages the binary and holds the key. `opts`'s
+    /// out_dir, all, filter and containers are not used: each call of
+    /// `inspect_records` names its own.
+    pub fn open(opts: &Options, signer: Signer, engine: Engine) -> Result<Session, InspectError> {
+        let policy = match &opts.policy {
+            Some(p) => {
+                Policy::load(p).map_err(|e| InspectError::Usage(format!("policy error: {e}")))?
+            }
+            None => Policy::default(),
+        };
+        let binary = match &opts.binary {
+            Some(b) => b.clone(),
+            None => std::env::current_exe().map_err(|e| {
+                InspectError::Usage(format!(
+                    "cannot tell which binary this is ({e}): pass --binary"
+                ))
+            })?,
+        };
+        let (staged, binary_sha) =
+            stage(&binary, opts.policy.as_deref()).map_err(InspectError::Usage)?;
+        let key_pem = signer
+            .private_pem()
+            .map_err(|e| InspectError::Usage(e.to_string()))?;
+        Ok(Session {
+            opts: opts.clone(),
+            engine,
+            policy,
+            staged,
+            binary,
+            binary_sha,
+            signer,
+            key_pem,
+            all_caps: host_capabilities(),
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn signer(&self) -> &Signer {
+        &self.signer
+    }
+
+    /// The SHA-256 of the binary placed, which every report must name.
+    pub fn binary_sha256(&self) -> &str {
+        &self.binary_sha
+    }
+
+    /// Inspects `records` (from `engine().inspect`) as `inspect` does,
+    /// `parallel` at a time, into an Inspection for `out_dir` (not written:
+    /// `name_files`, `write_pubkey` and `write` do that).
+    pub fn inspect_records(&self, mut records: Vec<Record>, out_dir: &Path) -> Inspection {
+        let started = SystemTime::now();
+        for r in &mut records {
+            self.engine.settle(r);
+        }
+        let mut images: Vec<String> = records.iter().map(|r| r.image_id.clone()).collect();
+        crate::util::sort::sort(&mut images);
+        images.dedup();
+        let digests = self
+            .engine
+            .image_digests(&images, Instant::now() + self.opts.timeout);
+        let mut seen = std::collections::BTreeSet::new();
+        records.retain(|r| seen.insert(r.id.clone()));
+        let shared = Shared {
+            engine: &self.engine,
+            opts: &self.opts,
+            policy: &self.policy,
+            key_pem: &self.key_pem,
+            signer: &self.signer,
+            staged: &self.staged,
+            binary_sha: &self.binary_sha,
+            binary_shown: &self.binary,
+            all_caps: self.all_caps.clone(),
+            digests,
+        };
+        let results = run_all(&shared, &records);
+        let exit = results.iter().map(|c| c.exit).max().unwrap_or(0);
+        let vk = self.signer.verifying_key();
+        Inspection {
+            schema: SCHEMA,
+            id: crate::host::run_id(),
+            started: rfc3339(started),
+            finished: rfc3339(SystemTime::now()),
+            engine: EngineInfo {
+                name: self.engine.name.as_str(),
+                cli: self.engine.cli.display().to_string(),
+                version: self.engine.version.clone(),
+                rootless: self.engine.rootless,
+            },
+            binary: BinaryInfo {
+                path: self.binary.display().to_string(),
+                sha256: self.binary_sha.clone(),
+            },
+            signing: SigningOut {
+                keyid: self.signer.keyid(),
+                public_key: crate::keys::public_openssh(&vk),
+                ephemeral: self.signer.is_ephemeral(),
+                proves: PROVES,
+                does_not_prove: DOES_NOT_PROVE,
+            },
+            out_dir: out_dir.display().to_string(),
+            containers: results,
+            exit,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -77,6 +77,10 @@ const RETENTION_EVERY: Duration = Duration::from_secs(60);
 const INSPECT_SLICE: usize = 100;
 /// The deadline of one engine call of the watch's own (list, teardown).
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Teardowns made at once: each is a few engine calls that do not enter the
+/// container, on workers of their own so they never wait behind a hanging
+/// inspection, nor inspections behind them.
+const TEARDOWN_JOBS: usize = 2;
 /// How long the end waits for the fleet view to be written.
 const FLUSH_WAIT: Duration = Duration::from_secs(60);
 
@@ -365,14 +369,13 @@ pub fn run(opts: Options, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<(), Wat
         missed: missed_list(&st),
     });
 
-    // The workers: `jobs` for inspections, one for teardowns, so neither
-    // waits behind the other.
+    // The workers: `jobs` for inspections, TEARDOWN_JOBS for teardowns.
     let (job_tx, job_rx) = channel::<Job>();
     let (td_tx, td_rx) = channel::<Job>();
     let mut workers = Vec::new();
     let job_rx = Arc::new(Mutex::new(job_rx));
     let td_rx = Arc::new(Mutex::new(td_rx));
-    for i in 0..opts.jobs + 1 {
+    for i in 0..opts.jobs + TEARDOWN_JOBS {
         let rx = if i < opts.jobs {
             job_rx.clone()
         } else {
@@ -411,7 +414,7 @@ pub fn run(opts: Options, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<(), Wat
         queued: BTreeSet::new(),
         running: 0,
         td_queue: VecDeque::new(),
-        td_busy: false,
+        td_running: 0,
         stream: None,
         stream_up: None,
         epoch: 0,
@@ -421,7 +424,7 @@ pub fn run(opts: Options, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<(), Wat
         dirty: false,
         job_tx,
         td_tx,
-        fleet_tx: fleet_tx.clone(),
+        fleet_tx,
         last_retention: Instant::now(),
         unreadable_said: None,
         tx: tx.clone(),
@@ -797,13 +800,14 @@ fn teardown_one(
     dir: &str,
 ) -> Result<TornDown, String> {
     let path = out.join(INSPECTIONS).join(dir);
-    let t = td::teardown(
+    let t = td::teardown_on(
         &td::Options {
             dir: path.clone(),
             policy: opts.inspect.policy.clone(),
             timeout: CALL_TIMEOUT,
         },
         session.signer(),
+        Some(session.engine()),
     )
     .map_err(|e| match e {
         td::TeardownError::Usage(m) | td::TeardownError::Failed(m) => m,
@@ -847,7 +851,7 @@ struct Watch {
     running: usize,
     /// Teardowns waiting (not before their instant).
     td_queue: VecDeque<(Instant, String)>,
-    td_busy: bool,
+    td_running: usize,
     stream: Option<events::Stream>,
     stream_up: Option<Instant>,
     epoch: u64,
@@ -874,7 +878,7 @@ impl Watch {
             }
             self.dispatch();
             self.save();
-            if self.stopping && self.running == 0 && !self.td_busy {
+            if self.stopping && self.running == 0 && self.td_running == 0 {
                 return;
             }
             if !self.stopping && self.last_retention.elapsed() >= RETENTION_EVERY {
@@ -1159,7 +1163,7 @@ impl Watch {
                     log(&format!(
                         "signal {sig}: still finishing {} inspection(s) and {} teardown(s), each within its deadline",
                         self.running,
-                        usize::from(self.td_busy)
+                        self.td_running
                     ));
                     return;
                 }
@@ -1323,22 +1327,21 @@ impl Watch {
                 self.running += 1;
             }
         }
-        if !self.td_busy {
+        while self.td_running < TEARDOWN_JOBS {
             let due = self.td_queue.iter().position(|(t, _)| Instant::now() >= *t);
-            if let Some(i) = due {
-                if let Some((_, id)) = self.td_queue.remove(i) {
-                    let dir = self
-                        .st
-                        .containers
-                        .get(&id)
-                        .and_then(|e| e.inspection.as_deref())
-                        .and_then(inspection_dir_name)
-                        .map(str::to_string);
-                    if let Some(dir) = dir {
-                        if self.td_tx.send(Job::Teardown { id, dir }).is_ok() {
-                            self.td_busy = true;
-                        }
-                    }
+            let Some((_, id)) = due.and_then(|i| self.td_queue.remove(i)) else {
+                break;
+            };
+            let dir = self
+                .st
+                .containers
+                .get(&id)
+                .and_then(|e| e.inspection.as_deref())
+                .and_then(inspection_dir_name)
+                .map(str::to_string);
+            if let Some(dir) = dir {
+                if self.td_tx.send(Job::Teardown { id, dir }).is_ok() {
+                    self.td_running += 1;
                 }
             }
         }
@@ -1453,7 +1456,7 @@ impl Watch {
     }
 
     fn torn_down(&mut self, id: &str, r: Result<TornDown, String>) {
-        self.td_busy = false;
+        self.td_running = self.td_running.saturating_sub(1);
         let Some(e) = self.st.containers.get_mut(id) else {
             return;
         };
@@ -1664,7 +1667,7 @@ mod tests {
             queued: BTreeSet::new(),
             running: 0,
             td_queue: VecDeque::new(),
-            td_busy: false,
+            td_running: 0,
             stream: None,
             stream_up: None,
             epoch: 0,

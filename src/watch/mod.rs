@@ -1099,6 +1099,7 @@ impl Watch {
                         let mut e = Entry::new(&l.name, now.clone());
                         e.started = l.started_ns.map(events::rfc3339_ns);
                         e.state = Phase::Missed;
+                        e.missed_at = Some(rfc3339(SystemTime::now()));
                         e.missed = Some(format!(
                             "started and ended ({}) while the watch was not following the engine",
                             sanitize::short(&sanitize::escape(&l.status), 60)
@@ -1117,6 +1118,7 @@ impl Watch {
                     Phase::Queued if l.running => self.enqueue(&l.id),
                     Phase::Queued => {
                         e.state = Phase::Missed;
+                        e.missed_at = Some(rfc3339(SystemTime::now()));
                         e.missed = Some(format!(
                             "no longer running when its inspection could begin (state {})",
                             sanitize::short(&sanitize::escape(&l.status), 60)
@@ -1232,10 +1234,19 @@ impl Watch {
                         self.st.containers.insert(ev.id.clone(), e);
                         self.enqueue(&ev.id);
                     }
+                    // Started again after it was missed (never inspected):
+                    // now it can be. A start caught up from `--since` that
+                    // is older than the miss is the same start.
                     Some(e)
                         if e.state == Phase::Missed
                             && e.removed.is_none()
-                            && e.inspection.is_none() =>
+                            && e.inspection.is_none()
+                            && ev.time_ns.is_some_and(|t| {
+                                e.missed_at
+                                    .as_deref()
+                                    .and_then(events::parse_rfc3339_ns)
+                                    .is_none_or(|m| t > m)
+                            }) =>
                     {
                         e.notes.push(format!(
                             "missed earlier ({}), started again",
@@ -1271,6 +1282,7 @@ impl Watch {
         match e.state {
             Phase::Queued => {
                 e.state = Phase::Missed;
+                e.missed_at = Some(rfc3339(SystemTime::now()));
                 e.missed = Some("removed before the watch could inspect it".into());
                 log(&format!(
                     "missed {} ({}): removed before the watch could inspect it",
@@ -1408,6 +1420,7 @@ impl Watch {
                     e.removed = Some(rfc3339(now));
                 }
                 log(&format!("missed {} ({}): {why}", e.name, Self::short(id)));
+                e.missed_at = Some(rfc3339(SystemTime::now()));
                 e.missed = Some(why);
                 // A directory made for it and not written goes.
                 if let Some(d) = dir {
@@ -1436,6 +1449,7 @@ impl Watch {
                         e.name,
                         Self::short(id)
                     ));
+                    e.missed_at = Some(rfc3339(SystemTime::now()));
                     e.missed = Some(format!(
                         "the engine did not answer {MAX_ATTEMPTS} times: {why}"
                     ));

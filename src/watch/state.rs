@@ -72,6 +72,10 @@ pub struct Entry {
     /// Why it was not inspected.
     #[serde(default)]
     pub missed: Option<String>,
+    /// When it was recorded as missed (this host's clock): a start event
+    /// older than this, caught up from `--since`, is not a new start.
+    #[serde(default)]
+    pub missed_at: Option<String>,
     /// When the watch learnt it was removed (this host's clock).
     #[serde(default)]
     pub removed: Option<String>,
@@ -99,6 +103,7 @@ impl Entry {
             exit: None,
             not_probed: None,
             missed: None,
+            missed_at: None,
             removed: None,
             teardown: None,
             attempts: 0,

@@ -54,3 +54,4 @@ mod signals;
 mod size;
 mod teardown;
 mod untrusted;
+mod watch;

@@ -1,0 +1,707 @@
+//! `selfprobe watch` against real engines (issue 31, part 2): Docker,
+//! rootful and rootless podman, and a private dockerd killed and started
+//! again. Each engine's test runs the watch as a process of its own (as the
+//! engine's user) over one life:
+//!
+//! 1. a burst of 40 labelled containers with 10 unlabelled beside them:
+//!    each labelled one inspected exactly once and verified, none of the
+//!    unlabelled touched (no exec or copy event, `diff` empty, not in the
+//!    state); the latency from each start to its verified report;
+//! 2. hostile containers among honest ones (two hanging, one flooding, one
+//!    dying mid-run; the stand-ins of tests/it/inspect_hostile.rs): each
+//!    ends within its --timeout, not verified, with the reason, and no
+//!    honest container waits for a worker longer than that deadline;
+//! 3. SIGTERM mid-burst: exit 0, the inspections under way finished, no
+//!    probe file left in any container (`diff`);
+//! 4. the watch started again (nothing inspected twice, the ones SIGTERM
+//!    left waiting inspected), then killed (SIGKILL) mid-burst while
+//!    containers start, end and are removed, and started again: none of
+//!    them unrecorded;
+//! 5. every container removed: one signed teardown statement per inspected
+//!    container, each verified with `selfprobe verify`; the fleet view
+//!    holds every workspace; SIGTERM, exit 0; the key in no output.
+//!
+//! The private dockerd's test kills the engine itself mid-burst instead
+//! (docker's daemon, not the watch) and checks the same "none unrecorded".
+//! Network rule: every container runs with --network none. A missing
+//! engine is a visible SKIP, a failure under CI=true.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, SystemTime};
+
+use nix::sys::signal::Signal;
+use serde_json::Value;
+
+use crate::common::dockerd::Dockerd;
+use crate::common::engines::{docker_image, Rootless};
+use crate::common::podman::{self, unique, TempPath};
+use crate::common::shipped;
+use crate::common::watch::*;
+
+/// Each container's --timeout: what a hostile one may cost.
+const DEADLINE_MS: u64 = 10_000;
+const LABEL_KEY: &str = "selfprobe.test.watch";
+
+/// The workspace's watcher and its stand-in for the probe (as
+/// tests/it/inspect_hostile.rs has them): each `/.selfprobe-*` placed is
+/// moved aside to `….real` and the stand-in put in its place.
+const WATCHER: &str = r#"#!/bin/sh
+while :; do
+  for f in /.selfprobe-* /tmp/.selfprobe-*; do
+    case "$f" in *'*'*|*.policy.toml|*.real) continue ;; esac
+    [ -e "$f.real" ] && continue
+    mv "$f" "$f.real" && cp /opt/hostile/standin "$f" && chmod 755 "$f"
+  done
+  usleep 1000
+done
+"#;
+
+const STANDIN: &str = r#"#!/bin/sh
+real="$0.real"
+if [ "$1" = "canary" ]; then exec "$real" "$@"; fi
+echo "$HOSTILE" > /tmp/standin-ran
+case "$HOSTILE" in
+hang) exec sleep 1000 ;;
+flood) exec head -c 1073741824 /dev/zero ;;
+midrun) "$real" "$@" | head -c 5000; exit 1 ;;
+*) exec "$real" "$@" ;;
+esac
+"#;
+
+struct Ctx<'a> {
+    t: &'a Target<'a>,
+    bin: PathBuf,
+    out: PathBuf,
+    label: String,
+    filter: String,
+    hostile: PathBuf,
+    cleanup: Cleanup<'a>,
+    /// Every labelled container: name by id.
+    labelled: BTreeMap<String, String>,
+    unlabelled: BTreeMap<String, String>,
+}
+
+impl Ctx<'_> {
+    fn watch(&self) -> Watcher {
+        self.t.watch(
+            &self.bin,
+            &self.out,
+            &["--filter", &self.filter, "--timeout", "10s"],
+        )
+    }
+
+    /// Starts `n` labelled sleepers (and `unl` unlabelled ones, some with
+    /// the label's key and another value); their ids.
+    fn burst(&mut self, tag: &str, n: usize, unl: usize) -> Vec<String> {
+        let mut specs = Vec::new();
+        let mut is_labelled = Vec::new();
+        for i in 0..n + unl {
+            // The unlabelled ones spread among the labelled.
+            let labelled = i % 5 != 4 || i >= 5 * unl;
+            let labelled = labelled && is_labelled.iter().filter(|l| **l).count() < n;
+            let name = unique(if labelled { tag } else { "unl" });
+            let flags: Vec<String> = if labelled {
+                vec!["--label".into(), self.label.clone()]
+            } else if i % 2 == 0 {
+                vec!["--label".into(), format!("{LABEL_KEY}=other")]
+            } else {
+                Vec::new()
+            };
+            specs.push((name, flags, vec!["/bin/sleep".into(), "600".into()]));
+            is_labelled.push(labelled);
+        }
+        self.cleanup.add(specs.iter().map(|s| s.0.clone()));
+        let ids = self.t.start_all(&specs);
+        let mut out = Vec::new();
+        for ((spec, id), l) in specs.iter().zip(ids).zip(is_labelled) {
+            if l {
+                self.labelled.insert(id.clone(), spec.0.clone());
+                out.push(id);
+            } else {
+                self.unlabelled.insert(id, spec.0.clone());
+            }
+        }
+        out
+    }
+
+    /// Starts labelled containers running the hostile watcher, one per case.
+    fn hostile(&mut self, cases: &[&str]) -> Vec<String> {
+        let vol = format!("{}:/opt/hostile:ro", self.hostile.display());
+        let specs: Vec<(String, Vec<String>, Vec<String>)> = cases
+            .iter()
+            .map(|c| {
+                (
+                    unique(&format!("h{c}")),
+                    vec![
+                        "--label".into(),
+                        self.label.clone(),
+                        "-e".into(),
+                        format!("HOSTILE={c}"),
+                        "-v".into(),
+                        vol.clone(),
+                    ],
+                    vec!["/bin/sh".into(), "/opt/hostile/watch".into()],
+                )
+            })
+            .collect();
+        self.cleanup.add(specs.iter().map(|s| s.0.clone()));
+        let ids = self.t.start_all(&specs);
+        for (s, id) in specs.iter().zip(&ids) {
+            self.labelled.insert(id.clone(), s.0.clone());
+        }
+        ids
+    }
+
+    fn inspection_dir(&self, st: &Value, id: &str) -> Option<PathBuf> {
+        entry(st, id)["inspection"]
+            .as_str()
+            .map(|d| self.out.join(d))
+    }
+
+    /// Every inspection directory under out/inspections: (dir, the id its
+    /// inspection.json names).
+    fn dirs(&self) -> Vec<(PathBuf, String)> {
+        let mut v = Vec::new();
+        let Ok(rd) = std::fs::read_dir(self.out.join("inspections")) else {
+            return v;
+        };
+        for e in rd {
+            let p = e.unwrap().path();
+            let insp = read_json_file(&p.join("inspection.json"));
+            let id = insp["containers"][0]["id"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            v.push((p, id));
+        }
+        v
+    }
+}
+
+fn read_json_file(p: &Path) -> Value {
+    std::fs::read(p)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
+}
+
+fn ms(v: &Value) -> Option<u64> {
+    v.as_u64()
+}
+
+/// How long the container waited for a worker, from the state's times.
+fn queue_wait_ms(e: &Value) -> Option<u64> {
+    let t = |k: &str| {
+        e[k].as_str()
+            .and_then(|s| selfprobe::watch::events::parse_rfc3339_ns(s))
+    };
+    let (seen, begun) = (t("seen")?, t("inspection_started")?);
+    Some(((begun - seen).max(0) / 1_000_000) as u64)
+}
+
+fn say(line: &str) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{line}\n").as_bytes());
+}
+
+/// The five phases of the module comment, on one engine.
+fn life(test: &str, t: &Target, bin: PathBuf, work: &Path, out: PathBuf) {
+    let hostile = work.join("hostile");
+    std::fs::create_dir_all(&hostile).unwrap();
+    for (name, text) in [("watch", WATCHER), ("standin", STANDIN)] {
+        std::fs::write(hostile.join(name), text).unwrap();
+        std::fs::set_permissions(hostile.join(name), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+    }
+    std::fs::set_permissions(&hostile, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let label = format!("{LABEL_KEY}={}", unique("v"));
+    let mut cx = Ctx {
+        t,
+        bin,
+        out,
+        filter: format!("label={label}"),
+        label,
+        hostile,
+        cleanup: Cleanup::new(t),
+        labelled: BTreeMap::new(),
+        unlabelled: BTreeMap::new(),
+    };
+    let t0 = SystemTime::now();
+    let mut w = cx.watch();
+    let mut bad: Vec<String> = Vec::new();
+
+    // 1. The burst: 40 labelled, 10 unlabelled beside them.
+    let first = cx.burst("wl", 40, 10);
+    assert_eq!(first.len(), 40);
+    assert_eq!(cx.unlabelled.len(), 10);
+    let st = w.wait_for(
+        "the 40 labelled containers inspected",
+        Duration::from_secs(300),
+        |st| first.iter().all(|id| settled(st, id)),
+    );
+    let mut lat = Vec::new();
+    for id in &first {
+        let e = entry(&st, id);
+        if e["state"] != "inspected" || e["verified"] != true || e["exit"] == 3 {
+            bad.push(format!("{}: {e}", cx.labelled[id]));
+        }
+        match ms(&e["latency_ms"]) {
+            Some(l) => lat.push(l),
+            None => bad.push(format!("{}: no latency: {e}", cx.labelled[id])),
+        }
+    }
+    let dirs = cx.dirs();
+    let ids: Vec<&String> = dirs.iter().map(|(_, id)| id).collect();
+    let distinct: BTreeSet<&&String> = ids.iter().collect();
+    if dirs.len() != 40 || distinct.len() != 40 || !ids.iter().all(|id| first.contains(id)) {
+        bad.push(format!(
+            "not one inspection per labelled container: {} directories for {} containers",
+            dirs.len(),
+            distinct.len()
+        ));
+    }
+    let (median, p95) = median_p95(&lat);
+    say(&format!(
+        "FIGURES watch [{}]: 40-container burst, 4 at a time: latency from start to verified report median {median} ms, p95 {p95} ms, max {} ms",
+        t.what,
+        lat.iter().max().unwrap_or(&0)
+    ));
+
+    // 2. Hostile containers among honest ones: the two hanging first, so
+    // the honest ones come while they hold their workers.
+    let hang = cx.hostile(&["hang", "hang"]);
+    let rest = cx.hostile(&["flood", "midrun"]);
+    let honest = cx.burst("wh", 8, 0);
+    let all2: Vec<String> = hang.iter().chain(&rest).chain(&honest).cloned().collect();
+    let st = w.wait_for(
+        "the hostile round inspected",
+        Duration::from_secs(180),
+        |st| all2.iter().all(|id| settled(st, id)),
+    );
+    for (id, case) in hang
+        .iter()
+        .map(|i| (i, "hang"))
+        .chain(rest.iter().zip(["flood", "midrun"]))
+    {
+        let e = entry(&st, id);
+        let why = e["not_probed"].as_str().unwrap_or("");
+        let ok = match case {
+            "hang" => why.contains("did not finish within"),
+            "flood" => why.contains("more than 16 MiB"),
+            _ => why.contains("exited with 1") || why.contains("not a JSON report"),
+        };
+        if e["verified"] != false || !ok {
+            bad.push(format!("hostile {case}: {e}"));
+        }
+        let total = cx
+            .inspection_dir(&st, id)
+            .map(|d| read_json_file(&d.join("inspection.json")))
+            .and_then(|i| i["containers"][0]["steps_ms"]["total"].as_u64());
+        if total.is_none_or(|t| t > DEADLINE_MS + 1_500) {
+            bad.push(format!(
+                "hostile {case}: its inspection took {total:?} ms, past its --timeout of {DEADLINE_MS} ms"
+            ));
+        }
+    }
+    let mut waits = Vec::new();
+    for id in &honest {
+        let e = entry(&st, id);
+        if e["verified"] != true {
+            bad.push(format!("honest beside the hostile: {e}"));
+        }
+        let wait = queue_wait_ms(e).unwrap_or(u64::MAX);
+        waits.push(wait);
+        if wait > DEADLINE_MS {
+            bad.push(format!(
+                "{} waited {wait} ms for a worker, more than a hostile container's deadline ({DEADLINE_MS} ms)",
+                cx.labelled[id]
+            ));
+        }
+    }
+    say(&format!(
+        "FIGURES watch [{}]: 8 honest beside 2 hanging, 1 flooding, 1 dying: longest wait for a worker {} ms (deadline {DEADLINE_MS} ms)",
+        t.what,
+        waits.iter().max().unwrap_or(&0)
+    ));
+
+    // 3. SIGTERM mid-burst.
+    let third = cx.burst("wt", 8, 0);
+    w.wait_for("an inspection under way", Duration::from_secs(120), |st| {
+        third.iter().any(|id| {
+            matches!(
+                entry(st, id)["state"].as_str(),
+                Some("inspecting") | Some("inspected")
+            )
+        })
+    });
+    w.signal(Signal::SIGTERM);
+    let code = w.wait_exit(Duration::from_secs(90));
+    if code != 0 {
+        bad.push(format!("SIGTERM mid-burst: exit {code} (want 0)"));
+    }
+    let st = w.state();
+    for id in &third {
+        let s = entry(&st, id)["state"].as_str().unwrap_or("?").to_string();
+        if s != "inspected" && s != "queued" {
+            bad.push(format!(
+                "{} after SIGTERM: {s} (an inspection under way must finish)",
+                cx.labelled[id]
+            ));
+        }
+    }
+    let honest_now: Vec<String> = first
+        .iter()
+        .chain(&honest)
+        .chain(&third)
+        .map(|id| cx.labelled[id].clone())
+        .collect();
+    for name in &honest_now {
+        let left: Vec<String> = t
+            .diff(name)
+            .into_iter()
+            .filter(|l| l.contains(".selfprobe"))
+            .collect();
+        if !left.is_empty() {
+            bad.push(format!("{name}: the probe was left behind: {left:?}"));
+        }
+    }
+    let log1 = w.log();
+    drop(w);
+
+    // 4. Started again: what SIGTERM left waiting is inspected, nothing
+    // twice. Then killed mid-burst while containers start, end and go.
+    let mut w = cx.watch();
+    let st = w.wait_for(
+        "the ones left waiting inspected",
+        Duration::from_secs(120),
+        |st| third.iter().all(|id| settled(st, id)),
+    );
+    for id in &third {
+        if entry(&st, id)["verified"] != true {
+            bad.push(format!(
+                "{} after the restart: {}",
+                cx.labelled[id],
+                entry(&st, id)
+            ));
+        }
+    }
+    let fourth = cx.burst("wk", 8, 0);
+    w.wait_for("an inspection under way", Duration::from_secs(120), |st| {
+        fourth
+            .iter()
+            .any(|id| entry(st, id)["state"] == "inspecting")
+    });
+    w.signal(Signal::SIGKILL);
+    w.wait_exit(Duration::from_secs(10));
+    let log2 = w.log();
+    drop(w);
+    // While nobody watches: three inspected ones removed, three started,
+    // one started that ends at once, one started and removed.
+    let gone_meanwhile: Vec<String> = first[..3].to_vec();
+    let names: Vec<String> = gone_meanwhile
+        .iter()
+        .map(|id| cx.labelled[id].clone())
+        .collect();
+    t.remove_all(&names);
+    let started_meanwhile = cx.burst("wm", 3, 0);
+    let short = unique("wq");
+    let brief = unique("wr");
+    cx.cleanup.add([short.clone(), brief.clone()]);
+    let quick = t.start_all(&[
+        (
+            short.clone(),
+            vec!["--label".into(), cx.label.clone()],
+            vec!["/bin/true".into()],
+        ),
+        (
+            brief.clone(),
+            vec!["--label".into(), cx.label.clone()],
+            vec!["/bin/sleep".into(), "600".into()],
+        ),
+    ]);
+    t.remove_all(std::slice::from_ref(&brief));
+    cx.labelled.insert(quick[0].clone(), short.clone());
+    cx.labelled.insert(quick[1].clone(), brief.clone());
+    let mut w = cx.watch();
+    let everyone: Vec<String> = cx.labelled.keys().cloned().collect();
+    let st = w.wait_for(
+        "every labelled container recorded after the kill",
+        Duration::from_secs(180),
+        |st| {
+            everyone.iter().all(|id| {
+                settled(st, id)
+                    && (!gone_meanwhile.contains(id) || !entry(st, id)["teardown"].is_null())
+            })
+        },
+    );
+    for id in &started_meanwhile {
+        if entry(&st, id)["verified"] != true {
+            bad.push(format!(
+                "started while the watch was down: {}",
+                entry(&st, id)
+            ));
+        }
+    }
+    for id in &fourth {
+        let e = entry(&st, id);
+        let note = e["notes"].to_string();
+        if e["state"] != "inspected" || (e["verified"] != true && !note.contains("cut short")) {
+            bad.push(format!("killed mid-burst: {}: {e}", cx.labelled[id]));
+        }
+    }
+    let e = entry(&st, &quick[0]);
+    if e["state"] != "missed"
+        || !e["missed"]
+            .as_str()
+            .is_some_and(|m| m.contains("not following"))
+    {
+        bad.push(format!("started and ended while the watch was down: {e}"));
+    }
+    let e = entry(&st, &quick[1]);
+    if t.kind != Kind::Docker || !e.is_null() {
+        // podman keeps its events in a file: the start and the removal are
+        // caught up. (Docker keeps its last 256 events in memory, which a
+        // burst's exec events can push this one out of.)
+        if e["state"] != "missed" || e["removed"].is_null() {
+            bad.push(format!("started and removed while the watch was down: {e}"));
+        }
+    }
+    for id in &gone_meanwhile {
+        if entry(&st, id)["teardown"]["result"] != "gone" {
+            bad.push(format!(
+                "removed while the watch was down: {}",
+                entry(&st, id)
+            ));
+        }
+    }
+
+    // 5. Every container removed: a signed teardown statement for each
+    // inspected one.
+    let names: Vec<String> = cx
+        .labelled
+        .iter()
+        .filter(|(id, _)| !gone_meanwhile.contains(id) && **id != quick[1])
+        .map(|(_, n)| n.clone())
+        .collect();
+    t.remove_all(&names);
+    let st = w.wait_for("every teardown written", Duration::from_secs(240), |st| {
+        everyone.iter().all(|id| {
+            let e = entry(st, id);
+            !e["removed"].is_null() && (e["state"] != "inspected" || !e["teardown"].is_null())
+        })
+    });
+    let dirs = cx.dirs();
+    let mut per_id: BTreeMap<&str, usize> = BTreeMap::new();
+    for (_, id) in &dirs {
+        *per_id.entry(id.as_str()).or_default() += 1;
+    }
+    if let Some((id, n)) = per_id.iter().find(|(_, n)| **n > 1) {
+        bad.push(format!("{id} was inspected {n} times"));
+    }
+    let mut statements = 0;
+    for id in &everyone {
+        let e = entry(&st, id);
+        if e["state"] != "inspected" {
+            continue;
+        }
+        let stmt = e["teardown"]["statement"].as_str().unwrap_or("");
+        let dir = cx.inspection_dir(&st, id).unwrap();
+        let nonces = std::fs::read_to_string(dir.join("nonces")).unwrap_or_default();
+        let nonce = nonces
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .find_map(|l| l.split_whitespace().nth(1))
+            .unwrap_or("")
+            .to_string();
+        let o = Command::new(&cx.bin)
+            .args(["verify", "--pubkey"])
+            .arg(cx.out.join("signing.pub"))
+            .args(["--nonce", &nonce])
+            .arg(cx.out.join(stmt))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        if o.status.code() != Some(0) || !text.contains("https://selfprobe.dev/schema/teardown/v1")
+        {
+            bad.push(format!(
+                "{}: teardown statement {stmt} does not verify: {text}",
+                cx.labelled[id]
+            ));
+        } else {
+            statements += 1;
+        }
+        if e["teardown"]["result"] != "gone" {
+            bad.push(format!("{}: teardown {}", cx.labelled[id], e["teardown"]));
+        }
+    }
+    let inspected = everyone
+        .iter()
+        .filter(|id| entry(&st, id)["state"] == "inspected")
+        .count();
+    if statements != inspected || statements < 40 {
+        bad.push(format!(
+            "{statements} verified teardown statements for {inspected} inspected containers"
+        ));
+    }
+    // Never touched: not in the state, no exec or copy event, nothing in
+    // their diffs.
+    for (id, name) in &cx.unlabelled {
+        if !entry(&st, id).is_null() {
+            bad.push(format!("unlabelled {name} is in the state"));
+        }
+        if !t.diff(name).is_empty() {
+            bad.push(format!("unlabelled {name}: diff {:?}", t.diff(name)));
+        }
+    }
+    for (id, action) in t.events_since(t0) {
+        if cx.unlabelled.contains_key(&id)
+            && ["exec", "copy", "archive", "extract"]
+                .iter()
+                .any(|a| action.contains(a))
+        {
+            bad.push(format!("unlabelled {id}: the engine saw {action}"));
+        }
+    }
+    // The fleet view: a row per workspace the watch saw.
+    std::thread::sleep(Duration::from_secs(3));
+    let fleet = read_json_file(&cx.out.join("fleet.json"));
+    let rows = fleet["workspaces"].as_array().map_or(0, Vec::len);
+    let want_rows = everyone
+        .iter()
+        .filter(|id| {
+            matches!(
+                entry(&st, id)["state"].as_str(),
+                Some("inspected") | Some("missed")
+            )
+        })
+        .count();
+    if rows != want_rows {
+        bad.push(format!(
+            "fleet.json has {rows} rows for {want_rows} workspaces"
+        ));
+    }
+    for f in ["fleet.txt", "fleet.html"] {
+        if !cx.out.join(f).is_file() {
+            bad.push(format!("no {f}"));
+        }
+    }
+    w.signal(Signal::SIGTERM);
+    let code = w.wait_exit(Duration::from_secs(90));
+    if code != 0 {
+        bad.push(format!("the final SIGTERM: exit {code}"));
+    }
+    // The key: in watch.key only (0600), in no output and no other file.
+    let key = std::fs::read_to_string(cx.out.join("watch.key")).unwrap();
+    let body: String = key
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect::<Vec<_>>()
+        .join("");
+    let mode = std::fs::metadata(cx.out.join("watch.key"))
+        .unwrap()
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        bad.push(format!("watch.key has mode {:o}", mode & 0o777));
+    }
+    for (what, text) in [("log", log1 + &log2 + &w.log())] {
+        if text.contains("PRIVATE KEY") || text.contains(&body) {
+            bad.push(format!("the key is in the watch's {what}"));
+        }
+    }
+    for e in walk(&cx.out) {
+        if e.file_name().is_some_and(|n| n == "watch.key") {
+            continue;
+        }
+        let b = std::fs::read(&e).unwrap_or_default();
+        if b.windows(body.len().max(1)).any(|w| w == body.as_bytes()) {
+            bad.push(format!("the key is in {}", e.display()));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{test} [{}]:\n{}\n\nlast log:\n{}",
+        t.what,
+        bad.join("\n"),
+        w.log()
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            v.extend(walk(&p));
+        } else {
+            v.push(p);
+        }
+    }
+    v
+}
+
+#[test]
+fn watch_docker() {
+    const T: &str = "watch_docker";
+    let Some(img) = docker_image(T) else {
+        return;
+    };
+    let t = Target {
+        what: "docker",
+        kind: Kind::Docker,
+        rl: None,
+        docker_host: None,
+        image: img.to_string(),
+    };
+    let work = TempPath::dir("watch").unwrap();
+    let out = work.path.join("out");
+    life(T, &t, shipped::bin().to_path_buf(), &work.path, out);
+}
+
+#[test]
+fn watch_podman_rootful() {
+    const T: &str = "watch_podman_rootful";
+    let Some(img) = podman::setup(T) else {
+        return;
+    };
+    let t = Target {
+        what: "podman",
+        kind: Kind::Podman,
+        rl: None,
+        docker_host: None,
+        image: img.to_string(),
+    };
+    let work = TempPath::dir("watch").unwrap();
+    let out = work.path.join("out");
+    life(T, &t, shipped::bin().to_path_buf(), &work.path, out);
+}
+
+#[test]
+fn watch_podman_rootless() {
+    const T: &str = "watch_podman_rootless";
+    let Some(rl) = Rootless::new(T) else {
+        return;
+    };
+    let t = Target {
+        what: "rootless podman",
+        kind: Kind::Rootless,
+        rl: Some(&rl),
+        docker_host: None,
+        image: rl.image.clone(),
+    };
+    let work = rl.place.subdir("watch");
+    // The out-dir the watch's user owns (the watch makes none where it
+    // cannot write).
+    let out = work.join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o700)).unwrap();
+    nix::unistd::chown(
+        &out,
+        Some(nix::unistd::Uid::from_raw(rl.uid)),
+        Some(nix::unistd::Gid::from_raw(rl.uid)),
+    )
+    .unwrap();
+    life(T, &t, rl.place.bin.clone(), &work, out);
+}

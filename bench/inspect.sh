@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark (issue 21): `selfprobe inspect` over N running Docker containers
+# Benchmark (issue 21): `selfprobe-host inspect` over N running Docker containers
 # on this machine, against the engine's own exec cost.
 #   bench/inspect.sh [N] [PARALLEL...]
 # N (default 20) containers of the FROM-scratch busybox test image run
@@ -8,7 +8,7 @@
 #   - a bare `docker exec CTR true`: per call sequentially, and the wall
 #     time of one over every container 4 at a time (xargs -P4);
 #   - the probe's own run time, read from the reports (run.duration_ms);
-#   - `selfprobe inspect` of all N at each PARALLEL (default 1 and 4):
+#   - `selfprobe-host inspect` of all N at each PARALLEL (default 1 and 4):
 #     total wall, wall per container, and each step's median per container
 #     (placement = cp + exec --version, run = the probing exec);
 #   - the stripped release binary's size.
@@ -21,6 +21,7 @@ par=("$@")
 [ ${#par[@]} -gt 0 ] || par=(1 4)
 cargo build --release --quiet
 bin=$PWD/target/x86_64-unknown-linux-gnu/release/selfprobe
+host=$PWD/target/x86_64-unknown-linux-gnu/release/selfprobe-host
 tmp=$(mktemp -d /tmp/selfprobe-bench-inspect.XXXXXX)
 tag="selfprobe-bench-inspect-$$"
 names=()
@@ -77,7 +78,7 @@ echo "bare docker exec CTR true: $(( (t1 - t0) / 1000000 / n )) ms per call sequ
 for p in "${par[@]}"; do
     out="$tmp/out-$p"
     s=$(now)
-    "$bin" inspect --engine docker --parallel "$p" --out-dir "$out" --format json "${names[@]}" > "$tmp/insp-$p.json" || true
+    "$host" inspect --engine docker --parallel "$p" --out-dir "$out" --format json "${names[@]}" > "$tmp/insp-$p.json" || true
     e=$(now)
     summarize "$tmp/insp-$p.json" "$out" "$p" "$(( (e - s) / 1000000 ))" "$n"
 done
@@ -94,7 +95,7 @@ done
 for p in 1 4; do
     out="$tmp/outm-$p"
     s=$(now)
-    "$bin" inspect --engine docker --parallel "$p" --out-dir "$out" --format json "${mounted[@]}" > "$tmp/inspm-$p.json" || true
+    "$host" inspect --engine docker --parallel "$p" --out-dir "$out" --format json "${mounted[@]}" > "$tmp/inspm-$p.json" || true
     e=$(now)
     summarize "$tmp/inspm-$p.json" "$out" "$p (probe bind-mounted)" "$(( (e - s) / 1000000 ))" "$n"
 done

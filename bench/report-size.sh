@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Benchmark (issue 28, point 10): the peak memory of `selfprobe summary`
-# and `selfprobe diff` against the size of the report they read, up to the
+# Benchmark (issue 28, point 10): the peak memory of `selfprobe-host summary`
+# and `selfprobe-host diff` against the size of the report they read, up to the
 # 16 MiB a report may be (docs/fleet.md, "Limits") and one past it.
 #   bench/report-size.sh [SIZES_MIB...]     default: 1 4 8 16 17
 # A real signed run of an empty tree is padded to each size with copies of
@@ -23,6 +23,7 @@ done
 python3 -c 'import cryptography' 2>/dev/null || { echo "bench: python3 cryptography is missing (apt-get install -y python3-cryptography)" >&2; exit 2; }
 cargo build --release --quiet
 bin=$PWD/target/x86_64-unknown-linux-gnu/release/selfprobe
+host=$PWD/target/x86_64-unknown-linux-gnu/release/selfprobe-host
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 rustc -O -C target-feature=+crt-static --target x86_64-unknown-linux-gnu \
@@ -81,9 +82,9 @@ open(f"{d}/dir/w.intoto.json", "w").write(json.dumps(env))
 EOF
     rsize=$(stat -c %s "$d/dir/w.json")
     esize=$(stat -c %s "$d/dir/w.intoto.json")
-    read -r sv sve < <(measure "$bin" summary --pubkey "$work/k.pub" "$d/dir")
-    read -r sb sbe < <(measure "$bin" summary "$d/dir/w.json")
-    read -r df dfe < <(measure "$bin" diff "$d/dir/w.json" "$d/b.json")
+    read -r sv sve < <(measure "$host" summary --pubkey "$work/k.pub" "$d/dir")
+    read -r sb sbe < <(measure "$host" summary "$d/dir/w.json")
+    read -r df dfe < <(measure "$host" diff "$d/dir/w.json" "$d/b.json")
     awk -v r="$rsize" -v e="$esize" -v sv="$sv" -v sb="$sb" -v df="$df" -v x="$sve/$sbe/$dfe" 'BEGIN {
         R = r / 1048576
         printf "| %.1f | %.1f | %.0f (%.1fx) | %.0f (%.1fx) | %.0f (%.1fx) | %s |\n",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Benchmark (issue 22): `selfprobe summary` of 1,000 signed envelopes with
-# verification (signature, nonce, binary), and `selfprobe diff` of two
+# Benchmark (issue 22): `selfprobe-host summary` of 1,000 signed envelopes with
+# verification (signature, nonce, binary), and `selfprobe-host diff` of two
 # reports of the 1M-entry workspace. Goal: the 1,000 in under 1 s.
 #   bench/summary.sh [RUNS]          RUNS per case (default 10)
 #   BENCH_WS=DIR: where the 1M workspace is made and kept (default
@@ -28,6 +28,7 @@ done
 
 cargo build --release --quiet
 bin=$PWD/target/x86_64-unknown-linux-gnu/release/selfprobe
+host=$PWD/target/x86_64-unknown-linux-gnu/release/selfprobe-host
 work=$(mktemp -d)
 tag="localhost/selfprobe-bench-summary:$$"
 cleanup() { podman rmi -f "$tag" >/dev/null 2>&1 || true; rm -rf "$work"; }
@@ -73,12 +74,12 @@ measure() { # NAME RUNS CMD... : prints "NAME ms... | kib..." lines for summariz
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 {
     for fmt in text json sarif junit html; do
-        measure "summary-$fleet-$fmt" "$runs" "$bin" summary --pubkey "$work/fleet/signing.pub" \
+        measure "summary-$fleet-$fmt" "$runs" "$host" summary --pubkey "$work/fleet/signing.pub" \
             --nonces "$work/fleet/nonces" --binary-sha256 "$sha" --format "$fmt" "$work/fleet"
     done
     # Envelopes alone (no report file beside each to compare with).
     mkdir -p "$work/envs" && cp "$work/fleet"/*.intoto.json "$work/envs/"
-    measure "summary-$fleet-envelopes-only" "$runs" "$bin" summary --pubkey "$work/fleet/signing.pub" \
+    measure "summary-$fleet-envelopes-only" "$runs" "$host" summary --pubkey "$work/fleet/signing.pub" \
         --nonces "$work/fleet/nonces" --binary-sha256 "$sha" "$work/envs"
 } >"$work/summary.txt"
 
@@ -97,8 +98,8 @@ for side in a b; do
 done
 big_bytes=$(stat -c %s "$work/a.json")
 {
-    measure diff-1M-text "$runs" "$bin" diff "$work/a.json" "$work/b.json"
-    measure diff-1M-json "$runs" "$bin" diff --format json "$work/a.json" "$work/b.json"
+    measure diff-1M-text "$runs" "$host" diff "$work/a.json" "$work/b.json"
+    measure diff-1M-json "$runs" "$host" diff --format json "$work/a.json" "$work/b.json"
 } >>"$work/summary.txt"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 

@@ -132,7 +132,7 @@ impl Signer {
         keyid(&self.verifying_key())
     }
 
-    /// The private key as PKCS#8 PEM, for `selfprobe inspect` to hand to a
+    /// The private key as PKCS#8 PEM, for `selfprobe-host inspect` to hand to a
     /// probe on its stdin (`--sign-key-fd 0`), never to a file. The buffer
     /// is zeroized when dropped.
     pub fn private_pem(&self) -> Result<Zeroizing<String>, KeyError> {

@@ -10,46 +10,13 @@ use clap::Parser;
 use zeroize::Zeroizing;
 
 use selfprobe::attest::{self, keys, verify};
-use selfprobe::cli::{
-    AttestAction, AttestFetchArgs, AttestPushArgs, CanaryAction, Cli, Command, DiffArgs, Format,
-    HostFormat, InspectArgs, PubkeyArgs, RunArgs, SummaryArgs, TeardownArgs, VerifyArgs, WatchArgs,
-};
-use selfprobe::compare;
+use selfprobe::cli::{CanaryAction, Cli, Command, Format, PubkeyArgs, RunArgs, VerifyArgs};
 use selfprobe::gate;
 use selfprobe::host::{self, Cleanup};
 use selfprobe::model::Exit;
+use selfprobe::output::{cleanup_on_signal, emit, finish, warn, write_out, Failure};
 use selfprobe::report;
-use selfprobe::util::{panics, sanitize};
-
-/// What ended a command early: the code, and the message for stderr (None
-/// for a closed pipe: the reader left, and there is nobody to tell).
-struct Failure {
-    /// An Exit, or the gate's 126 and 127 (a command that could not start).
-    code: u8,
-    message: Option<String>,
-}
-
-impl Failure {
-    fn usage(m: impl std::fmt::Display) -> Failure {
-        Failure {
-            code: Exit::Usage as u8,
-            message: Some(m.to_string()),
-        }
-    }
-
-    fn failed(m: impl std::fmt::Display) -> Failure {
-        Failure {
-            code: Exit::ProbeFailed as u8,
-            message: Some(m.to_string()),
-        }
-    }
-
-    /// Names what was being done (`--attest: cannot write …`).
-    fn within(mut self, what: &str) -> Failure {
-        self.message = self.message.map(|m| format!("{what}: {m}"));
-        self
-    }
-}
+use selfprobe::util::{digest, panics};
 
 fn main() -> ExitCode {
     // Probe and worker threads report a panic as data (probe.incomplete,
@@ -94,22 +61,10 @@ fn main() -> ExitCode {
         Some(Command::Canary {
             action: CanaryAction::Plant(args),
         }) => plant(args, env_key),
-        Some(Command::Inspect(args)) => inspect(args, env_key),
-        Some(Command::Teardown(args)) => teardown(args, env_key),
-        Some(Command::Watch(args)) => watch(args, env_key),
         Some(Command::Install { dir }) => {
             drop(env_key);
             install(&dir)
         }
-        Some(Command::Attest { action }) => {
-            drop(env_key);
-            match action {
-                AttestAction::Push(args) => attest_push(args),
-                AttestAction::Fetch(args) => attest_fetch(args),
-            }
-        }
-        Some(Command::Diff(args)) => diff(args),
-        Some(Command::Summary(args)) => summary(args),
         None => run(cli.run, env_key),
     };
     if let Some(policy) = remove {
@@ -127,7 +82,7 @@ fn dash_dash_alone() -> bool {
     args.iter().position(|a| a == "--") == Some(args.len().saturating_sub(1)) && !args.is_empty()
 }
 
-/// `--remove-self` (for `selfprobe inspect`, which placed this binary and
+/// `--remove-self` (for `selfprobe-host inspect`, which placed this binary and
 /// may find no `rm` in the image): unlinks the file this process was
 /// started from, once everything is written, and says so on stderr, where
 /// inspect reads it; and the `--policy` file when inspect placed it beside
@@ -164,68 +119,6 @@ fn remove_self(policy: Option<&std::path::Path>) {
             "--remove-self: {shown} is not a regular file: left in place"
         )),
         Err(e) => warn(&format!("--remove-self: {shown}: {e}")),
-    }
-}
-
-/// The one error path: the message (sanitised: it may echo a path or a
-/// policy value) to stderr, then the code.
-fn finish(result: Result<Exit, Failure>) -> ExitCode {
-    match result {
-        Ok(code) => code.into(),
-        Err(f) => {
-            if let Some(m) = f.message {
-                let _ = writeln!(std::io::stderr(), "selfprobe: {}", sanitize::escape(&m));
-            }
-            ExitCode::from(f.code)
-        }
-    }
-}
-
-/// A note on stderr that does not end the command.
-fn warn(m: &str) {
-    let _ = writeln!(std::io::stderr(), "selfprobe: {}", sanitize::escape(m));
-}
-
-/// Writes `text` to standard output. A closed pipe (`selfprobe … | head`)
-/// ends the command quietly with `on_closed`, the code it would have had;
-/// any other failure (a full disk, `> /dev/full`) is exit 3 with the reason.
-fn emit(text: &str, on_closed: Exit) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Failure {
-            code: on_closed as u8,
-            message: None,
-        }),
-        Err(e) => Err(Failure::failed(format!(
-            "cannot write to standard output: {e}"
-        ))),
-    }
-}
-
-/// The files this run creates and a signal removes, in two lists: the
-/// probes' (write-test files, canaries) is closed when the probes end, so a
-/// probe cut off by the deadline cannot create a file after that; the
-/// report files are written later.
-fn cleanup_on_signal() -> Result<(Arc<Cleanup>, Arc<Cleanup>, host::Signals), Failure> {
-    let (probes, outputs) = (Arc::new(Cleanup::default()), Arc::new(Cleanup::default()));
-    let signals =
-        host::remove_on_signal(vec![probes.clone(), outputs.clone()]).map_err(Failure::failed)?;
-    Ok((probes, outputs, signals))
-}
-
-/// Writes to `output` whole or not at all (see host::write_whole), else to
-/// standard output (see `emit`).
-fn write_out(
-    output: Option<&std::path::Path>,
-    text: &str,
-    files: &Cleanup,
-    on_closed: Exit,
-) -> Result<(), Failure> {
-    match output {
-        Some(path) => host::write_whole(path, text.as_bytes(), files)
-            .map_err(|e| Failure::failed(format!("cannot write {}: {e}", path.display()))),
-        None => emit(text, on_closed),
     }
 }
 
@@ -566,161 +459,6 @@ fn pubkey(args: PubkeyArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit,
     }
 }
 
-/// The key a host-side command signs with: `--sign-key FILE`, else
-/// SELFPROBE_SIGNING_KEY, else an ephemeral one.
-fn host_signer(
-    file: Option<&std::path::Path>,
-    env_key: Option<Zeroizing<Vec<u8>>>,
-) -> Result<keys::Signer, Failure> {
-    let source = file.map(|p| keys::KeySource::File(p.to_path_buf()));
-    keys::load(source.as_ref(), env_key)
-        .and_then(|k| match k {
-            Some(k) => Ok(k),
-            None => keys::Signer::ephemeral(),
-        })
-        .map_err(Failure::usage)
-}
-
-fn exit_of(code: i32) -> Exit {
-    match code {
-        0 => Exit::Clean,
-        1 => Exit::Findings,
-        2 => Exit::Usage,
-        _ => Exit::ProbeFailed,
-    }
-}
-
-fn inspect(args: InspectArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failure> {
-    use selfprobe::outside::inspect::{self as insp, InspectError};
-    let opts = args
-        .resolve()
-        .map_err(|e| Failure::usage(format!("inspect: {e}")))?;
-    let signer = host_signer(args.sign_key.as_deref(), env_key)?;
-    let mut result = insp::inspect(&opts, &signer).map_err(|e| match e {
-        InspectError::Usage(m) => Failure::usage(format!("inspect: {m}")),
-        InspectError::Failed(m) => Failure::failed(format!("inspect: {m}")),
-    })?;
-    insp::name_files(&mut result);
-    let dir = std::path::PathBuf::from(&result.out_dir);
-    let pubkey = report::verify::render_pubkey(&signer.verifying_key(), "selfprobe");
-    insp::write_pubkey(&dir, &pubkey).map_err(Failure::failed)?;
-    let json = insp::render_json(&result);
-    insp::write(&mut result, &json).map_err(Failure::failed)?;
-    let code = exit_of(result.exit);
-    let text = match args.format {
-        HostFormat::Json => json,
-        HostFormat::Text => report::inspect::render(&result),
-    };
-    emit(&text, code)?;
-    Ok(code)
-}
-
-fn teardown(args: TeardownArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failure> {
-    use selfprobe::outside::teardown::{self as td, TeardownError};
-    let signer = host_signer(args.sign_key.as_deref(), env_key)?;
-    let opts = td::Options {
-        dir: args.dir.clone(),
-        policy: args.policy.clone(),
-        timeout: args.timeout,
-    };
-    let result = td::teardown(&opts, &signer).map_err(|e| match e {
-        TeardownError::Usage(m) => Failure::usage(format!("teardown: {m}")),
-        TeardownError::Failed(m) => Failure::failed(format!("teardown: {m}")),
-    })?;
-    let cleanup = host::Cleanup::default();
-    if signer.is_ephemeral() {
-        let pubkey = report::verify::render_pubkey(&signer.verifying_key(), "selfprobe");
-        host::write_whole(&args.dir.join(td::PUBKEY_FILE), pubkey.as_bytes(), &cleanup)
-            .map_err(|e| Failure::failed(format!("teardown: cannot write teardown.pub: {e}")))?;
-    }
-    let json = td::render_json(&result);
-    host::write_whole(&args.dir.join(td::JSON_FILE), json.as_bytes(), &cleanup)
-        .map_err(|e| Failure::failed(format!("teardown: cannot write teardown.json: {e}")))?;
-    let code = exit_of(result.exit);
-    let text = match args.format {
-        HostFormat::Json => json,
-        HostFormat::Text => report::inspect::render_teardown(&result),
-    };
-    emit(&text, code)?;
-    Ok(code)
-}
-
-/// `selfprobe watch` (src/watch): runs until a signal ends it, then exit 0.
-fn watch(args: WatchArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failure> {
-    use selfprobe::watch::{self, WatchError};
-    let opts =
-        watch::Options::from_args(&args).map_err(|e| Failure::usage(format!("watch: {e}")))?;
-    watch::run(opts, env_key)
-        .map(|()| Exit::Clean)
-        .map_err(|e| match e {
-            WatchError::Usage(m) => Failure::usage(format!("watch: {m}")),
-            WatchError::Failed(m) => Failure::failed(format!("watch: {m}")),
-        })
-}
-
-/// A registry step's error: usage (exit 2) or a failed step (exit 3).
-fn registry_failure(e: selfprobe::registry::Error) -> Failure {
-    match e {
-        selfprobe::registry::Error::Usage(m) => Failure::usage(m),
-        selfprobe::registry::Error::Failed(m) => Failure::failed(m),
-    }
-}
-
-fn attest_push(args: AttestPushArgs) -> Result<Exit, Failure> {
-    let opts = selfprobe::registry::Options {
-        reference: args.reference,
-        insecure: args.registry.insecure,
-        timeout: args.registry.timeout,
-        resolver: name_resolver,
-    };
-    if let Some(w) = args.wait {
-        selfprobe::registry::wait_for(&args.envelopes, w).map_err(registry_failure)?;
-    }
-    let out = selfprobe::registry::push(&opts, &args.envelopes).map_err(registry_failure)?;
-    emit(&report::registry::push(&out), Exit::Clean)?;
-    Ok(Exit::Clean)
-}
-
-fn attest_fetch(args: AttestFetchArgs) -> Result<Exit, Failure> {
-    let usage = |e: String| Failure::usage(format!("attest fetch: {e}"));
-    if let Some(n) = &args.nonce {
-        attest::check_nonce(n).map_err(|e| usage(e.to_string()))?;
-    }
-    let pubkey = match &args.pubkey {
-        Some(p) => {
-            let bytes =
-                keys::read_public_file(p, MAX_VERIFY_INPUT).map_err(|e| usage(e.to_string()))?;
-            let text = String::from_utf8(bytes)
-                .map_err(|_| usage(format!("{}: not text", p.display())))?;
-            Some(
-                keys::parse_public_key(&text)
-                    .map_err(|e| usage(format!("--pubkey {}: {e}", p.display())))?,
-            )
-        }
-        None => None,
-    };
-    let opts = selfprobe::registry::Options {
-        reference: args.reference,
-        insecure: args.registry.insecure,
-        timeout: args.registry.timeout,
-        resolver: name_resolver,
-    };
-    let fetch = selfprobe::registry::FetchOptions {
-        pubkey,
-        nonce: args.nonce,
-        out_dir: args.out_dir,
-    };
-    let (_, outputs, _) = cleanup_on_signal()?;
-    let out = selfprobe::registry::fetch(&opts, &fetch, &outputs).map_err(registry_failure)?;
-    let code = if out.valid() {
-        Exit::Clean
-    } else {
-        Exit::Findings
-    };
-    emit(&report::registry::fetch(&out), code)?;
-    Ok(code)
-}
-
 /// The largest binary `install` copies: the shipped one is a few MiB.
 const MAX_SELF: u64 = 64 << 20;
 
@@ -751,7 +489,7 @@ fn install(dir: &std::path::Path) -> Result<Exit, Failure> {
     std::fs::write(&tmp, &bytes).map_err(fail)?;
     std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).map_err(fail)?;
     std::fs::rename(&tmp, &dest).map_err(fail)?;
-    let sha = selfprobe::registry::sha256(&bytes);
+    let sha = digest::sha256_hex(&bytes);
     emit(
         &format!(
             "selfprobe install: {} ({} bytes, {sha})\n",
@@ -761,66 +499,4 @@ fn install(dir: &std::path::Path) -> Result<Exit, Failure> {
         Exit::Clean,
     )?;
     Ok(Exit::Clean)
-}
-
-/// The registry client's name resolver: the network probe's own, without
-/// NSS (/etc/hosts, then the nameservers of /etc/resolv.conf, bounded by
-/// the deadline), handed in here so that src/registry imports no probe.
-fn name_resolver() -> selfprobe::registry::client::Resolver {
-    use selfprobe::probe::network::{dial::Dial, resolve};
-    let host = host::Host::new(
-        std::path::PathBuf::from("/"),
-        std::time::Duration::from_secs(60),
-    );
-    let conf = resolve::ResolverConf::load(&host);
-    Box::new(move |name, deadline| {
-        resolve::resolve(&conf, &Dial::default(), name, deadline)
-            .map(|r| r.addrs)
-            .map_err(|e| e.message)
-    })
-}
-
-// `selfprobe diff` and `selfprobe summary`: the work is src/compare's; here
-// only the printing and the exit code.
-
-fn compared(r: Result<compare::Outcome, compare::Stop>) -> Result<compare::Outcome, Failure> {
-    r.map_err(|s| Failure {
-        code: s.exit as u8,
-        message: Some(s.message),
-    })
-}
-
-fn diff(args: DiffArgs) -> Result<Exit, Failure> {
-    let out = compared(compare::diff_command(
-        &args.a,
-        &args.b,
-        args.pubkey.as_deref(),
-        args.policy.as_deref(),
-        args.format,
-    ))
-    .map_err(|f| f.within("diff"))?;
-    for w in &out.warnings {
-        warn(&format!("diff: {w}"));
-    }
-    emit(&out.text, out.exit)?;
-    Ok(out.exit)
-}
-
-fn summary(args: SummaryArgs) -> Result<Exit, Failure> {
-    let out = compared(compare::summary_command(
-        &args.paths,
-        &args.pubkey,
-        args.nonces.as_deref(),
-        args.binary_sha256.clone(),
-        args.format,
-    ))
-    .map_err(|f| f.within("summary"))?;
-    // Bad inputs are in the output too; stderr says so where a format has
-    // no place for them (SARIF, JUnit).
-    for w in &out.warnings {
-        warn(&format!("summary: {w}"));
-    }
-    let (_, files, _) = cleanup_on_signal()?;
-    write_out(args.output.as_deref(), &out.text, &files, out.exit)?;
-    Ok(out.exit)
 }

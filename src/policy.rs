@@ -44,7 +44,7 @@ impl fmt::Display for PolicyError {
 pub struct Policy {
     pub source: Option<PathBuf>,
     /// The SHA-256 (hex) of the policy file's bytes as read: the report
-    /// carries it (run.policy_sha256) so `selfprobe inspect` can tell the
+    /// carries it (run.policy_sha256) so `selfprobe-host inspect` can tell the
     /// policy it placed from one the workspace substituted.
     pub sha256: Option<String>,
     pub workspace: Option<PathBuf>,
@@ -61,7 +61,7 @@ pub struct Policy {
     pub mcp_approved: Option<Vec<String>>,
     pub exceptions: Vec<Exception>,
     pub severity: BTreeMap<String, Severity>,
-    /// `[parity] allow`: the fact keys (globs) in which `selfprobe diff`
+    /// `[parity] allow`: the fact keys (globs) in which `selfprobe-host diff`
     /// lets two workspaces differ, each with where it was written.
     pub parity_allow: Vec<ParityAllow>,
     /// `[[retain]]`: volumes kept on purpose after a workspace is removed,
@@ -94,7 +94,7 @@ impl Retain {
 }
 
 /// One `[parity] allow` entry. Its pattern is checked against the fact
-/// keys by `selfprobe diff` (src/compare), which knows them; the position is
+/// keys by `selfprobe-host diff` (src/compare), which knows them; the position is
 /// kept for that error.
 #[derive(Debug, Clone)]
 pub struct ParityAllow {

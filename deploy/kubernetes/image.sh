@@ -1,6 +1,8 @@
 #!/bin/sh
 # Builds the probe's image for deploy/kubernetes: FROM scratch with the
-# static binary at /selfprobe and nothing else, tagged
+# static probe at /selfprobe (what `selfprobe install` copies into the
+# workload's emptyDir) and the host tool at /selfprobe-host (for the
+# attest-push container beside the workload; never copied into it), tagged
 # localhost/selfprobe:latest, with podman (preferred) or Docker.
 #
 #   deploy/kubernetes/image.sh [podman|docker]
@@ -12,6 +14,8 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${SELFPROBE_BIN:-$here/../../target/x86_64-unknown-linux-gnu/release/selfprobe}
+# SELFPROBE_HOST_BIN: the host tool (default: selfprobe-host beside the probe).
+host_bin=${SELFPROBE_HOST_BIN:-$(dirname "$bin")/selfprobe-host}
 tag=${SELFPROBE_IMAGE:-localhost/selfprobe:latest}
 engine=${1:-}
 if [ -z "$engine" ]; then
@@ -30,13 +34,18 @@ if [ ! -x "$bin" ]; then
     echo "deploy/kubernetes/image.sh: no selfprobe binary at $bin: run cargo build --release, or set SELFPROBE_BIN" >&2
     exit 1
 fi
+if [ ! -x "$host_bin" ]; then
+    echo "deploy/kubernetes/image.sh: no selfprobe-host binary at $host_bin: run cargo build --release, or set SELFPROBE_HOST_BIN" >&2
+    exit 1
+fi
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
 cp "$bin" "$ctx/selfprobe"
-chmod 0755 "$ctx/selfprobe"
+cp "$host_bin" "$ctx/selfprobe-host"
+chmod 0755 "$ctx/selfprobe" "$ctx/selfprobe-host"
 cat >"$ctx/Containerfile" <<'CF'
 FROM scratch
-COPY selfprobe /selfprobe
+COPY selfprobe selfprobe-host /
 USER 65532:65532
 ENTRYPOINT ["/selfprobe"]
 CF

@@ -606,7 +606,7 @@ pub fn inspect_output(data: &[u8]) {
         duration: Duration::ZERO,
         reason: None,
     };
-    match selfprobe::outside::inspect::read_run(&c) {
+    match selfprobe_host::outside::inspect::read_run(&c) {
         Ok((report, envelope, v)) => {
             assert!(mode & 8 == 0, "an overflow is never a report");
             let both = [report.as_slice(), envelope.as_slice()].concat();
@@ -631,7 +631,7 @@ pub fn inspect_output(data: &[u8]) {
 /// part) against a report (second part), for Docker and podman: never a
 /// panic, and every disagreement and finding carries a catalogued code.
 pub fn crosscheck(data: &[u8]) {
-    use selfprobe::outside::{crosscheck, engine::Engine, record};
+    use selfprobe_host::outside::{crosscheck, engine::Engine, record};
     let p = parts(data, 3);
     let Ok(records) = record::parse_records(p[0]) else {
         return;
@@ -703,8 +703,8 @@ pub fn dsse_verify(data: &[u8]) {
 /// the seed key, and rendered in every format: bounded, and no hazard in
 /// the text, JUnit, HTML or SARIF.
 pub fn summary_inputs(data: &[u8]) {
-    use selfprobe::compare::input::{Group, Role};
-    use selfprobe::compare::{html, junit, render, sarif, summary};
+    use selfprobe_host::compare::input::{Group, Role};
+    use selfprobe_host::compare::{html, junit, render, sarif, summary};
     use std::path::{Path, PathBuf};
     let p = parts(data, 3);
     let names = ["w.json", "w.intoto.json", "w.teardown.intoto.json"];
@@ -732,6 +732,7 @@ pub fn summary_inputs(data: &[u8]) {
             keys,
             nonces: None,
             binary_sha256: None,
+            host_sha256: None,
         };
         let w = summary::row_with(&g, &opts, None, &read);
         assert!(w.controls.iter().all(|c| c.score.is_none_or(|s| s <= 2)));
@@ -762,7 +763,7 @@ pub fn summary_inputs(data: &[u8]) {
 /// or an envelope each, parts one and two), their facts and the diff's
 /// text, which must carry no hazard.
 pub fn diff_inputs(data: &[u8]) {
-    use selfprobe::compare::{diff, diff_side_of, facts};
+    use selfprobe_host::compare::{diff, diff_side_of, facts};
     let p = parts(data, 2);
     let b = p.get(1).copied().unwrap_or(p[0]);
     for key in [None, Some(seed_key())] {
@@ -780,7 +781,7 @@ pub fn diff_inputs(data: &[u8]) {
 
 /// `docker inspect` / `podman inspect` output (outside/record.rs).
 pub fn engine_record(data: &[u8]) {
-    use selfprobe::outside::record;
+    use selfprobe_host::outside::record;
     let Ok(records) = record::parse_records(data) else {
         return;
     };
@@ -804,7 +805,7 @@ pub fn engine_record(data: &[u8]) {
 /// volume (part one), DIR/nonces (part two) and inspection.json (part
 /// three); and summary's `--nonces` reader over part two.
 pub fn teardown_inputs(data: &[u8]) {
-    use selfprobe::outside::teardown;
+    use selfprobe_host::outside::teardown;
     let p = parts(data, 3);
     let sig = teardown::canary_signature(p[0], "fuzz-nonce-1", "SHA256:fuzz");
     assert!(["valid", "invalid", "unsigned"].contains(&sig), "{sig}");
@@ -815,7 +816,7 @@ pub fn teardown_inputs(data: &[u8]) {
         assert!(!k.is_empty() && !k.contains(char::is_whitespace), "{k:?}");
         assert_eq!(v.trim(), v);
     }
-    if let Ok(n) = selfprobe::compare::input::parse_nonces("nonces", &t) {
+    if let Ok(n) = selfprobe_host::compare::input::parse_nonces("nonces", &t) {
         assert!(n.len() <= t.lines().count());
     }
     if let Some(insp) = p.get(2) {
@@ -832,7 +833,7 @@ pub fn teardown_inputs(data: &[u8]) {
 /// A registry's answers: a 401's challenge, a token service's answer, an
 /// error body (registry/auth.rs, registry/client.rs).
 pub fn registry_auth(data: &[u8]) {
-    use selfprobe::registry::{auth, client};
+    use selfprobe_host::registry::{auth, client};
     let t = text(data);
     if let Some(c) = auth::parse_challenge(&t) {
         assert!(!c.scheme.is_empty());
@@ -853,7 +854,7 @@ pub fn registry_auth(data: &[u8]) {
 /// digest kept is `algorithm:hex` (it goes into a request line), and the
 /// request that would carry it passes the request-line check.
 pub fn referrers(data: &[u8]) {
-    use selfprobe::registry::{client, collect, reference};
+    use selfprobe_host::registry::{client, collect, reference};
     let mut out = Vec::new();
     match collect(data, &mut out) {
         Ok(()) => {

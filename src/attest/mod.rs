@@ -31,7 +31,7 @@ use keys::Signer;
 pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
 /// The predicate is the JSON report, so its type is the report's schema.
 pub const PREDICATE_TYPE: &str = model::SCHEMA;
-/// The predicate of a teardown statement (`selfprobe teardown`, made on the
+/// The predicate of a teardown statement (`selfprobe-host teardown`, made on the
 /// host after a workspace is removed): what remained of it. It carries
 /// `tool`, `run` and `signing` like a report, so the same checks apply.
 pub const TEARDOWN_PREDICATE_TYPE: &str = "https://selfprobe.dev/schema/teardown/v1";

@@ -171,7 +171,7 @@ pub struct Boundary {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unread: Vec<String>,
     /// The machine and kernel under the boundary (src/facts/platform.rs),
-    /// read from the same sources; what `selfprobe diff` compares.
+    /// read from the same sources; what `selfprobe-host diff` compares.
     pub platform: Platform,
     /// The root filesystem is the machine's own, mounted whole (a sandbox
     /// over the machine's root: bubblewrap's `--ro-bind / /`, firejail,

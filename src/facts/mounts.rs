@@ -41,7 +41,7 @@ pub struct Mount {
     pub mount_point: PathBuf,
     pub options: Vec<String>,
     /// shared:N, master:N, propagate_from:N, unbindable…: the mount's
-    /// propagation, which `selfprobe inspect` compares with the engine's.
+    /// propagation, which `selfprobe-host inspect` compares with the engine's.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub optional: Vec<String>,
     pub fstype: String,

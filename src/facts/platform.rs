@@ -1,5 +1,5 @@
 //! The machine and kernel under the boundary (`inventory.boundary.platform`):
-//! what `selfprobe diff` compares on its architecture and kernel axes, the
+//! what `selfprobe-host diff` compares on its architecture and kernel axes, the
 //! blueprint's "false production parity" (a local container can differ from
 //! CI or production in architecture and kernel). Read with the boundary's
 //! inputs (src/facts/boundary.rs) from the root path, so a fixture tree

@@ -254,7 +254,7 @@ pub fn not_asked(host: &Host, policy: &Policy) -> NetFacts {
 
 /// The resolver configuration (/etc/resolv.conf, /etc/hosts) without a
 /// destination to try: two files read, nothing sent. It is the workspace's
-/// DNS, which `selfprobe diff` compares, so it is reported either way.
+/// DNS, which `selfprobe-host diff` compares, so it is reported either way.
 pub fn resolver(host: &Host) -> ResolverConf {
     ResolverConf::load(host)
 }

@@ -38,7 +38,7 @@ pub struct Canary {
     pub class: String,
     pub tool_version: String,
     /// The verifier's challenge (`--nonce`), when the plant was given one:
-    /// `selfprobe teardown` matches a canary to the inspection that planted it.
+    /// `selfprobe-host teardown` matches a canary to the inspection that planted it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nonce: Option<String>,
     /// Ed25519 over the canary's JSON without this field: a canary cannot be

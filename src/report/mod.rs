@@ -3,11 +3,9 @@
 
 pub mod catalog;
 pub mod gate;
-pub mod inspect;
 pub mod json;
 pub mod junit;
 pub mod plant;
-pub mod registry;
 pub mod sarif;
 pub mod text;
 pub mod verify;

@@ -60,7 +60,7 @@ fn result(f: &Finding) -> Value {
 }
 
 /// One SARIF result from a finding in its JSON form (the report's
-/// `findings[]`), so `selfprobe summary` renders findings read back from
+/// `findings[]`), so `selfprobe-host summary` renders findings read back from
 /// reports exactly as the run does. `rule_index` is the rule's position in
 /// the run's `rules`.
 pub fn result_json(f: &Value, rule_index: Option<usize>) -> Value {

@@ -185,15 +185,15 @@ fn every_code_the_source_names_is_in_the_catalog() {
         .iter()
         .map(|c| c.split_once('.').unwrap().0.to_string())
         .collect();
+    // Both binaries' sources: the probe's and the host tool's.
     let mut files = Vec::new();
-    sources(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-        &mut files,
-    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    sources(&root.join("src"), &mut files);
+    sources(&root.join("crates/host/src"), &mut files);
     let mut unknown = Vec::new();
     let mut named = 0;
     for (path, text) in &files {
-        // src/compare names `selfprobe diff`'s fact keys (boundary.kind,
+        // src/compare names `selfprobe-host diff`'s fact keys (boundary.kind,
         // storage.mount.…), a namespace of their own that shares some
         // families' first words with the codes; it makes no finding.
         if path.contains("/src/compare/") {

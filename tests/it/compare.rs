@@ -1,4 +1,4 @@
-//! `selfprobe diff` and `selfprobe summary` on fixture trees' reports and
+//! `selfprobe-host diff` and `selfprobe-host summary` on fixture trees' reports and
 //! hand-made inspection directories (docs/inspection-directory.md): what the platform
 //! facts and the resolver read from a tree, the states of a diff, the
 //! policy's `[parity] allow`, and every way an input can be bad: each named
@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::fixture::{data, Fixture, BIN};
+use crate::common::fixture::{data, Fixture};
 use crate::common::fleet::{tamper, teardown_statement};
 use crate::common::podman::TempPath;
+use crate::common::shipped;
 
 /// A container tree whose platform files and resolver say what is given.
 fn tree(name: &str, release: &str, nameserver: &str) -> Fixture {
@@ -37,8 +38,13 @@ fn tree(name: &str, release: &str, nameserver: &str) -> Fixture {
     f
 }
 
+/// The probe, or the host tool for its commands.
 fn selfprobe(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(BIN).args(args).output().unwrap();
+    let bin: &std::path::Path = match args.first() {
+        Some(a) if shipped::is_host_command(a) => shipped::host_bin(),
+        _ => crate::common::fixture::BIN.as_ref(),
+    };
+    let o = Command::new(bin).args(args).output().unwrap();
     (
         o.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -565,10 +571,10 @@ fn the_documented_keys_are_the_compared_ones() {
             Some((key.to_string(), cells.get(2)?.to_string()))
         })
         .collect();
-    let want: Vec<(String, String)> = selfprobe::compare::facts::KEYS
+    let want: Vec<(String, String)> = selfprobe_host::compare::facts::KEYS
         .iter()
         .map(|(k, _)| {
-            let axis = selfprobe::compare::facts::Axis::of(k).unwrap();
+            let axis = selfprobe_host::compare::facts::Axis::of(k).unwrap();
             (k.to_string(), axis.as_str().to_string())
         })
         .collect();

@@ -288,8 +288,13 @@ fn podman_pair(test: &str) -> Option<&'static (Side, Side)> {
     .as_ref()
 }
 
+/// The probe, or the host tool for its commands.
 fn selfprobe(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(shipped::bin()).args(args).output().unwrap();
+    let bin: &std::path::Path = match args.first() {
+        Some(a) if shipped::is_host_command(a) => shipped::host_bin(),
+        _ => shipped::bin(),
+    };
+    let o = Command::new(bin).args(args).output().unwrap();
     (
         o.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&o.stdout).into_owned(),

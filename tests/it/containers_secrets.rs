@@ -3,8 +3,8 @@
 //! files (an ssh-keygen key among them), a real ssh-agent whose socket is
 //! mounted, a service-account JWT valid for a year and a shell history with
 //! a token. Every case runs selfprobe in every format and searches JSON,
-//! text, SARIF, JUnit and stderr for every canary, and what `selfprobe diff`
-//! and `selfprobe summary` print about the report in each of theirs; the
+//! text, SARIF, JUnit and stderr for every canary, and what `selfprobe-host diff`
+//! and `selfprobe-host summary` print about the report in each of theirs; the
 //! clean container reports none of it.
 //!
 //! Needs what tests/containers.rs needs, plus openssh-client (ssh-keygen,

@@ -378,7 +378,7 @@ fn clean_case(engine: Engine, image: &str) {
     assert_eq!(report["run"]["workspace"], format!("/workspaces/{name}"));
     assert_eq!(
         report["tool"]["sha256"],
-        selfprobe::registry::sha256(&std::fs::read(shipped::bin()).unwrap())[7..],
+        selfprobe_host::registry::sha256(&std::fs::read(shipped::bin()).unwrap())[7..],
         "the binary that ran is the one the Feature carried"
     );
     check_envelope(

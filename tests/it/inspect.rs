@@ -1,4 +1,4 @@
-//! `selfprobe inspect` against real engines (issue 21): Docker with runc and
+//! `selfprobe-host inspect` against real engines (issue 21): Docker with runc and
 //! with runsc, rootful podman and rootless podman, each inspecting the same
 //! six shapes of honest container: (a) a clean --cap-drop=all --network
 //! none container with a workspace bind, as root and (a-user) as uid 1000,
@@ -333,7 +333,7 @@ fn docker_runc_and_runsc_inspect_places_verifies_and_agrees() {
     let ws_hash = tree_hash(&ws_ro.path);
     let out = tmp.path.join("out");
     let nosuch = unique("nosuch");
-    let mut cmd = inspect_cmd(shipped::bin());
+    let mut cmd = inspect_cmd(shipped::host_bin());
     cmd.args(["--engine", "docker", "--sign-key"])
         .arg(&key)
         .arg("--out-dir")
@@ -502,7 +502,7 @@ fn podman_rootful_inspect_places_verifies_and_agrees() {
         &tmp.path,
         &key,
         specs,
-        shipped::bin(),
+        shipped::host_bin(),
         None,
     );
 }
@@ -599,7 +599,7 @@ fn podman_rootless_inspect_places_verifies_and_agrees() {
         &out,
         &key,
         specs,
-        &rl.place.bin,
+        &rl.place.host(),
         Some(&rl),
     );
     drop(svc);
@@ -758,7 +758,7 @@ fn docker_all_by_label_with_a_policy() {
     )
     .unwrap();
     let out = tmp.path.join("out");
-    let mut cmd = inspect_cmd(shipped::bin());
+    let mut cmd = inspect_cmd(shipped::host_bin());
     cmd.args(["--engine", "docker", "--all", "--filter"])
         .arg(format!("label={label}"))
         .arg("--policy")
@@ -856,7 +856,7 @@ fn a_first_process_with_another_root_is_placed_by_the_engines_cp() {
         "the jailed container's first process never reached its chroot"
     );
     let out = tmp.path.join("out");
-    let mut cmd = inspect_cmd(shipped::bin());
+    let mut cmd = inspect_cmd(shipped::host_bin());
     cmd.args(["--engine", "docker", "--out-dir"])
         .arg(&out)
         .args([plain.name.as_str(), jailed.name.as_str()]);

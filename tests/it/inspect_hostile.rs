@@ -1,4 +1,4 @@
-//! `selfprobe inspect` against hostile workspaces (issue 21): what comes
+//! `selfprobe-host inspect` against hostile workspaces (issue 21): what comes
 //! back from a container is untrusted. Each hostile container swaps the
 //! probe inspect places for a stand-in of its own (a loop watching `/` for
 //! `.selfprobe-*` moves the placed binary aside and puts a shell script in
@@ -124,7 +124,7 @@ fn hostile_probes_are_not_probed_or_not_verified_and_the_others_are_unaffected()
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
     let out = tmp.path.join("out");
-    let mut cmd = Command::new(shipped::bin());
+    let mut cmd = Command::new(shipped::host_bin());
     cmd.args([
         "inspect",
         "--engine",
@@ -262,7 +262,7 @@ fn hostile_probes_are_not_probed_or_not_verified_and_the_others_are_unaffected()
     // with no other place allowed the container is not probed.
     let subst = &ctrs.iter().find(|(_, case)| *case == "subst").unwrap().0;
     let out2 = tmp.path.join("out2");
-    let mut cmd = Command::new(shipped::bin());
+    let mut cmd = Command::new(shipped::host_bin());
     cmd.args([
         "inspect",
         "--engine",
@@ -314,7 +314,7 @@ fn a_hanging_engine_cli_is_bounded() {
         (true, "does not answer"),
         (false, "did not answer within its deadline"),
     ] {
-        let mut cmd = Command::new(crate::common::fixture::BIN);
+        let mut cmd = Command::new(shipped::host_bin());
         cmd.args([
             "inspect",
             "--engine",
@@ -354,7 +354,7 @@ fn a_hanging_engine_cli_is_bounded() {
 
 #[test]
 fn usage_and_missing_cli_errors_are_clear() {
-    let bin = crate::common::fixture::BIN;
+    let bin = shipped::host_bin();
     let run = |args: &[&str], path: Option<&str>| {
         let mut c = Command::new(bin);
         c.args(args);

@@ -1,4 +1,4 @@
-//! `selfprobe inspect` against a workspace that lies, and for honest ones
+//! `selfprobe-host inspect` against a workspace that lies, and for honest ones
 //! it used to accuse (issue 28, points 1 to 7). The rule a clean result
 //! must meet (DESIGN.md §13): the inspector's own binary ran, with the
 //! inspector's arguments, every fact the cross-check needs was reported and
@@ -338,7 +338,7 @@ fn what_runs_and_how_it_was_asked_are_the_inspectors() {
     );
     let oracle = Oracle::start(vec![forge_dir.clone()], &key, sha256_hex(&forger));
     let out = tmp.path.join("out");
-    let mut cmd = Command::new(shipped::bin());
+    let mut cmd = Command::new(shipped::host_bin());
     cmd.args(["inspect", "--engine", "docker", "--sign-key"])
         .arg(&key)
         .arg("--out-dir")
@@ -479,7 +479,7 @@ fn an_empty_or_stripped_report_is_not_clean() {
         .collect();
     let oracle = Oracle::start(dirs, &key, sha256_hex(&forger));
     let out = tmp.path.join("out");
-    let mut cmd = Command::new(shipped::bin());
+    let mut cmd = Command::new(shipped::host_bin());
     cmd.args(["inspect", "--engine", "docker", "--sign-key"])
         .arg(&key)
         .arg("--binary")
@@ -604,7 +604,7 @@ fn socket_case(eng: Eng, img: &str, dir: &Path, specs: &[(&str, &str, &str)]) ->
         .collect();
     let before: Vec<String> = ctrs.iter().map(Ctr::diff).collect();
     let out = dir.join("out");
-    let mut cmd = Command::new(shipped::bin());
+    let mut cmd = Command::new(shipped::host_bin());
     cmd.env("CONTAINERS_CONF", podman::conf())
         .args([
             "inspect",
@@ -680,7 +680,7 @@ fn gvisor_volumes_agree() {
         &["/bin/sleep", "600"],
     );
     let out = tmp.path.join("out");
-    let mut cmd = Command::new(shipped::bin());
+    let mut cmd = Command::new(shipped::host_bin());
     cmd.args(["inspect", "--engine", "docker", "--out-dir"])
         .arg(&out)
         .arg(&ctr.name);
@@ -726,7 +726,7 @@ fn a_probe_the_container_cannot_remove_is_removed_by_the_host() {
     );
     let before = ctr.diff();
     let out = tmp.path.join("out");
-    let mut cmd = Command::new(shipped::bin());
+    let mut cmd = Command::new(shipped::host_bin());
     cmd.env("CONTAINERS_CONF", podman::conf())
         .args(["inspect", "--engine", "podman", "--out-dir"])
         .arg(&out)

@@ -115,13 +115,14 @@ fn probe_image() -> Tagged {
         .arg(recipe("image.sh"))
         .arg("podman")
         .env("SELFPROBE_BIN", shipped::bin())
+        .env("SELFPROBE_HOST_BIN", shipped::host_bin())
         .env("SELFPROBE_IMAGE", &tag)
         .env("CONTAINERS_CONF", crate::common::podman::conf())
         .output()
         .unwrap();
     assert!(out.status.success(), "image.sh: {out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), tag);
-    // FROM scratch with the binary alone.
+    // FROM scratch with the two binaries alone, in one layer.
     let o = podman()
         .args([
             "image",

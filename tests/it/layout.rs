@@ -271,40 +271,48 @@ fn no_import_cycle_between_top_level_modules() {
     }
 }
 
-/// The host-side comparison (src/compare: diff and summary) is never
-/// needed inside a workspace: no probe, fact, renderer of the run or the
-/// scorecard names it (DESIGN.md §7).
+/// Two binaries (DESIGN.md §16): the probe's crate (src/) names nothing of
+/// the host tool's (crates/host), and depends on it only to test; the host
+/// tool's modules import each other in no loop either.
 #[test]
-fn nothing_the_run_uses_imports_the_host_side_comparison() {
-    let files = sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
-    let inside = [
-        "probe",
-        "facts",
-        "report",
-        "scorecard",
-        "evaluate",
-        "run",
-        "host",
-    ];
+fn the_probe_never_imports_the_host_tool() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files = sources(&root.join("src"));
     let mut bad = Vec::new();
     for (m, text) in &files {
-        if m.first().is_none_or(|t| !inside.contains(&t.as_str())) {
-            continue;
-        }
-        for r in references(m, text) {
-            if r.first().is_some_and(|t| t == "compare") {
-                bad.push(format!("{} -> {}", m.join("::"), r.join("::")));
+        let code = strip_comments(text);
+        for host in [
+            "selfprobe_host",
+            "crate::outside",
+            "crate::compare",
+            "crate::registry",
+        ] {
+            if code.contains(host) {
+                bad.push(format!("src/{}.rs names {host}", m.join("/")));
             }
         }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
-    let planted = planted(&[("facts::x", "use crate::compare::diff::Diff;\n")]);
-    assert_eq!(
-        references(&planted[0].0, &planted[0].1).into_iter().next(),
-        Some(vec![
-            "compare".to_string(),
-            "diff".to_string(),
-            "Diff".to_string()
-        ])
-    );
+    // The manifest: selfprobe-host only among the dev-dependencies.
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let mut section = String::new();
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            section = line.to_string();
+        } else if line.starts_with("selfprobe-host") {
+            assert_eq!(
+                section, "[dev-dependencies]",
+                "Cargo.toml: selfprobe-host under {section}"
+            );
+        }
+    }
+    let host = sources(&root.join("crates/host/src"));
+    assert!(host.len() > 20, "the scan found the host tool's sources");
+    if let Some(c) = top_level_cycle(&host) {
+        panic!("the host tool's top-level modules import each other in a loop: {c}");
+    }
+    // The check sees a planted import.
+    let planted = planted(&[("facts::x", "use selfprobe_host::compare::diff::Diff;\n")]);
+    assert!(strip_comments(&planted[0].1).contains("selfprobe_host"));
 }

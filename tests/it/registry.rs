@@ -1,4 +1,4 @@
-//! Attestations in a registry (issue 23, DESIGN §15): `selfprobe attest
+//! Attestations in a registry (issue 23, DESIGN §15): `selfprobe-host attest
 //! push` and `attest fetch` against Debian's docker-registry (distribution
 //! 2.8), which each test starts for itself on 127.0.0.1 (tests/it/common/
 //! registry.rs): anonymous over plain HTTP, and with htpasswd (bcrypt) over
@@ -21,6 +21,7 @@ use serde_json::Value;
 use crate::common::fixture::BIN;
 use crate::common::podman::{unique, TempPath};
 use crate::common::registry::{auth_file, ready, Auth, Registry};
+use crate::common::shipped;
 
 const TOOLS: &[&str] = &["docker-registry", "skopeo", "openssl"];
 const NONCE: &str = "registry-nonce-1";
@@ -49,7 +50,12 @@ struct Seen(Vec<u8>);
 
 impl Seen {
     fn sp(&mut self, env: &[(&str, &str)], args: &[&str]) -> Output {
-        let mut cmd = Command::new(BIN);
+        // `attest` is the host tool's; `install` the probe's.
+        let mut cmd = if args.first() == Some(&"attest") {
+            Command::new(shipped::host_bin())
+        } else {
+            Command::new(BIN)
+        };
         cmd.env_clear().env("PATH", "/usr/bin:/bin");
         for (k, v) in env {
             cmd.env(k, v);
@@ -199,7 +205,7 @@ fn round_trip(
         let md = d["digest"].as_str().unwrap();
         let raw = reg.skopeo_raw(&format!("{repo}@{md}"), authfile);
         assert_eq!(
-            selfprobe::registry::sha256(&raw),
+            selfprobe_host::registry::sha256(&raw),
             md,
             "skopeo reads the manifest's bytes"
         );
@@ -215,7 +221,7 @@ fn round_trip(
             "https://selfprobe.dev/schema/report/v1"
         );
         let blob = m["layers"][0]["digest"].as_str().unwrap().to_string();
-        assert_eq!(blob, selfprobe::registry::sha256(&originals[i]));
+        assert_eq!(blob, selfprobe_host::registry::sha256(&originals[i]));
         // skopeo copies the artifact to a directory: the envelope's bytes.
         let out = dir.join(format!("skopeo-{i}"));
         reg.skopeo_copy_dir(&format!("{repo}@{md}"), &out, authfile);
@@ -354,7 +360,7 @@ fn attest_push_and_fetch_with_an_anonymous_registry() {
     // beside the probe's) pushes it once it is renamed into place.
     let digest = reg.push_image("team/app", "v9", None);
     let later = dir.path.join("later.intoto.json");
-    let child = Command::new(BIN)
+    let child = Command::new(shipped::host_bin())
         .env_clear()
         .env("HOME", &home)
         .args(["attest", "push", &format!("{}/team/app@{digest}", reg.addr)])

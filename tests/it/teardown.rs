@@ -1,4 +1,4 @@
-//! `selfprobe teardown DIR` against Docker (issue 21): a container with an
+//! `selfprobe-host teardown DIR` against Docker (issue 21): a container with an
 //! anonymous and a named volume is inspected (the probe plants its canaries
 //! in both), then removed. `rm -f` without -v leaves the anonymous volume
 //! and the named one, unowned, with the canary in it: exit 1. `rm -f -v`
@@ -17,7 +17,7 @@ use crate::common::shipped;
 
 fn inspect_one(dir: &std::path::Path, key: &std::path::Path, name: &str) -> Value {
     let out = dir.join(unique("out"));
-    let mut cmd = Command::new(shipped::bin());
+    let mut cmd = Command::new(shipped::host_bin());
     cmd.args([
         "inspect",
         "--engine",
@@ -49,7 +49,7 @@ fn inspect_one(dir: &std::path::Path, key: &std::path::Path, name: &str) -> Valu
 }
 
 fn teardown(dir: &str, args: &[&str]) -> (i32, Value, String) {
-    let mut cmd = Command::new(shipped::bin());
+    let mut cmd = Command::new(shipped::host_bin());
     cmd.arg("teardown")
         .args(args)
         .arg(dir)
@@ -294,13 +294,17 @@ fn summary_reads_the_inspection_directories(tmp: &std::path::Path, dirs: &[(&str
     }
     let nf = tmp.join("all.nonces");
     std::fs::write(&nf, nonces).unwrap();
-    let bin_sha = {
+    // The reports are the probe's, the teardown statements the host tool's:
+    // each is held to its own binary.
+    let sha_of = |p: &std::path::Path| {
         use sha2::{Digest, Sha256};
-        let b = std::fs::read(shipped::bin()).unwrap();
+        let b = std::fs::read(p).unwrap();
         format!("{:x}", Sha256::digest(&b))
     };
+    let bin_sha = sha_of(shipped::bin());
+    let host_sha = sha_of(shipped::host_bin());
     let summary = |extra: &[&str]| {
-        let mut cmd = Command::new(shipped::bin());
+        let mut cmd = Command::new(shipped::host_bin());
         cmd.args(["summary", "--format", "json", "--nonces"])
             .arg(&nf)
             .args(["--pubkey", &format!("{}/signing.pub", dirs[0].0)])
@@ -311,7 +315,7 @@ fn summary_reads_the_inspection_directories(tmp: &std::path::Path, dirs: &[(&str
         }
         run_measured(cmd, Duration::from_secs(60))
     };
-    let ran = summary(&["--binary-sha256", &bin_sha]);
+    let ran = summary(&["--binary-sha256", &bin_sha, "--host-sha256", &host_sha]);
     let v: Value = serde_json::from_str(&ran.stdout)
         .unwrap_or_else(|e| panic!("summary: not JSON ({e}):\n{}\n{}", ran.stdout, ran.stderr));
     let rows = v["workspaces"]
@@ -334,7 +338,26 @@ fn summary_reads_the_inspection_directories(tmp: &std::path::Path, dirs: &[(&str
         assert_eq!(td["score"], if want == "remains" { 1 } else { 2 }, "{td:#}");
     }
     assert_eq!(ran.code, 1, "a teardown that remains is 1: {}", ran.stderr);
+    // Another host tool than the one that signed the teardown statements:
+    // the statements are not believed (the teardown control falls back to
+    // what the report said) and each row says which file failed, exit 3.
+    let other = "ab".repeat(32);
+    let ran = summary(&["--binary-sha256", &bin_sha, "--host-sha256", &other]);
+    assert_eq!(ran.code, 3, "{}\n{}", ran.stdout, ran.stderr);
+    let v: Value = serde_json::from_str(&ran.stdout).unwrap();
+    for row in v["workspaces"].as_array().unwrap() {
+        assert_eq!(row["verified"], false, "{row:#}");
+        assert_ne!(
+            row["controls"]["teardown"]["source"], "teardown statement",
+            "a statement of another host tool is not believed: {row:#}"
+        );
+        let problems = row["problems"].to_string();
+        assert!(
+            problems.contains(".teardown.intoto.json: tool.sha256 is"),
+            "{row:#}"
+        );
+    }
     // Another binary than the one placed: nothing verifies, exit 3.
-    let ran = summary(&["--binary-sha256", &"ab".repeat(32)]);
+    let ran = summary(&["--binary-sha256", &other, "--host-sha256", &other]);
     assert_eq!(ran.code, 3, "{}\n{}", ran.stdout, ran.stderr);
 }

@@ -81,7 +81,7 @@ fn container_names_that_spell_other_files_overwrite_nothing() {
         })
         .collect();
     let out = tmp.path.join("out");
-    let mut cmd = Command::new(shipped::bin());
+    let mut cmd = Command::new(shipped::host_bin());
     cmd.args(["inspect", "--engine", "docker", "--timeout", "60s"])
         .arg("--sign-key")
         .arg(&key)
@@ -135,7 +135,7 @@ fn container_names_that_spell_other_files_overwrite_nothing() {
         assert_eq!(o.status.code(), Some(0), "{n}: {}", text(&o));
     }
     let summary = |what: &str| -> Value {
-        let o = Command::new(shipped::bin())
+        let o = Command::new(shipped::host_bin())
             .args(["summary", "--format", "json", "--pubkey"])
             .arg(out.join("signing.pub"))
             .arg("--nonces")
@@ -164,7 +164,7 @@ fn container_names_that_spell_other_files_overwrite_nothing() {
     for c in &ctrs {
         c.rm(true);
     }
-    let o = Command::new(shipped::bin())
+    let o = Command::new(shipped::host_bin())
         .args(["teardown", "--format", "json", "--sign-key"])
         .arg(&key)
         .arg(&out)
@@ -243,7 +243,7 @@ fn a_megabyte_report_field_does_not_pad_the_fleet_table() {
             )
         })
         .collect();
-    let mut cmd = Command::new(shipped::bin());
+    let mut cmd = Command::new(shipped::host_bin());
     cmd.args(["inspect", "--engine", "docker", "--timeout", "60s"])
         .arg("--sign-key")
         .arg(&key)
@@ -293,7 +293,7 @@ fn summary_and_diff_refuse_a_report_over_the_limit() {
     r["padding"] = Value::String("x".repeat((16 << 20) + 1));
     let big = tmp.path.join("big.json");
     std::fs::write(&big, serde_json::to_vec(&r).unwrap()).unwrap();
-    let o = Command::new(BIN)
+    let o = Command::new(shipped::host_bin())
         .args(["summary", "--format", "json"])
         .arg(&big)
         .output()
@@ -309,7 +309,7 @@ fn summary_and_diff_refuse_a_report_over_the_limit() {
         v["workspaces"][0]["run_id"].is_null(),
         "nothing of it is read"
     );
-    let o = Command::new(BIN)
+    let o = Command::new(shipped::host_bin())
         .arg("diff")
         .arg(&small)
         .arg(&big)
@@ -321,7 +321,7 @@ fn summary_and_diff_refuse_a_report_over_the_limit() {
         err.contains("B: ") && err.contains("more than the 16 MiB a report may be"),
         "{err}"
     );
-    let o = Command::new(BIN)
+    let o = Command::new(shipped::host_bin())
         .arg("diff")
         .arg(&small)
         .arg(&small)
@@ -347,7 +347,7 @@ fn summary_formats_carry_no_bidi_or_escape() {
     let file = tmp.path.join("w\u{202e}gnp.json");
     std::fs::write(&file, serde_json::to_vec(&r).unwrap()).unwrap();
     for format in ["junit", "sarif", "html", "text"] {
-        let o = Command::new(BIN)
+        let o = Command::new(shipped::host_bin())
             .args(["summary", "--format", format])
             .arg(&file)
             .output()
@@ -416,7 +416,7 @@ fn attest_fetch_refuses_referrer_digests_that_are_not_algorithm_hex() {
             .into_bytes()
         });
         let reference = format!("127.0.0.1:{}/app@{good}", srv.port);
-        let o = Command::new(BIN)
+        let o = Command::new(shipped::host_bin())
             .args(["attest", "fetch", &reference, "--timeout", "20s"])
             .output()
             .unwrap();
@@ -501,7 +501,7 @@ fn attest_fetch_writes_only_verified_envelopes() {
         std::fs::write(&p, env.to_string()).unwrap();
         flood.push(p);
     }
-    let mut push = Command::new(BIN);
+    let mut push = Command::new(shipped::host_bin());
     push.args(["attest", "push", &reference])
         .arg(&signed)
         .args(&flood);
@@ -509,7 +509,7 @@ fn attest_fetch_writes_only_verified_envelopes() {
     assert_eq!(o.status.code(), Some(0), "push: {}", text(&o));
     let got = dir.path.join("fetched");
     std::fs::create_dir(&got).unwrap();
-    let o = Command::new(BIN)
+    let o = Command::new(shipped::host_bin())
         .args(["attest", "fetch", &reference, "-o"])
         .arg(&got)
         .output()
@@ -525,7 +525,7 @@ fn attest_fetch_writes_only_verified_envelopes() {
         "{}",
         text(&o)
     );
-    let o = Command::new(BIN)
+    let o = Command::new(shipped::host_bin())
         .args(["attest", "fetch", &reference, "--pubkey"])
         .arg(&pubkey)
         .arg("-o")

@@ -29,9 +29,9 @@ impl Dockerd {
             skip_or_fail(test, "not root (a dockerd of its own needs root)");
             return None;
         }
-        if super::engines::docker_image(test).is_none() {
-            return None;
-        }
+        // Docker's own prerequisites (root, its CLI, a dockerd answering
+        // whose client this one is), as every Docker test checks them.
+        super::engines::docker_image(test)?;
         let on_path = std::env::var_os("PATH")
             .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("dockerd").is_file()));
         if !on_path {

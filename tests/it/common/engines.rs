@@ -442,7 +442,7 @@ impl Rootless {
 
     /// A program run as the rootless user with the environment `podman()`
     /// gives podman, and first on its PATH a `podman` that passes this
-    /// place's --root and --runroot: what `selfprobe inspect --engine
+    /// place's --root and --runroot: what `selfprobe-host inspect --engine
     /// podman` needs to see the same containers (issue 21's inspect tests).
     pub fn as_user(&self, exe: &Path) -> Command {
         let bin = self.place.dir.join("podman-bin");

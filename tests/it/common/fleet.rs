@@ -1,7 +1,7 @@
 //! Helpers for the `diff` and `summary` suites: inspection directories
 //! built by hand following docs/inspection-directory.md (the inspect and teardown
 //! commands are another branch's), from real reports and envelopes; a
-//! teardown statement signed as `selfprobe teardown` signs one; an envelope
+//! teardown statement signed as `selfprobe-host teardown` signs one; an envelope
 //! changed after signing; the canaries' grep; and headless Chromium.
 #![allow(dead_code)]
 
@@ -149,7 +149,7 @@ pub fn chromium_run(bin: &Path, profile: &Path, args: &[&str], url: &str) -> Out
     run_bounded(cmd, Duration::from_secs(90), None).unwrap_or_else(|e| panic!("chromium: {e}"))
 }
 
-/// What `selfprobe diff` and `selfprobe summary` print about `report`, in
+/// What `selfprobe-host diff` and `selfprobe-host summary` print about `report`, in
 /// every format, for the canary suites' grep: diff against the same report
 /// with every list of its inventory emptied (so each entry is "only in A",
 /// its value printed), and summary of the report copied by hand.
@@ -169,7 +169,7 @@ pub fn host_side_outputs(report: &Value) -> Vec<(String, String)> {
     let b = dir.path.join("emptied.json");
     std::fs::write(&b, bare.to_string()).unwrap();
     let run = |args: &[&str]| {
-        let o = Command::new(super::fixture::BIN)
+        let o = Command::new(super::shipped::host_bin())
             .args(args)
             .output()
             .unwrap();

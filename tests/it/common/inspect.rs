@@ -1,4 +1,4 @@
-//! Helpers for the `selfprobe inspect` and `teardown` suites (issue 21):
+//! Helpers for the `selfprobe-host inspect` and `teardown` suites (issue 21):
 //! containers of every engine removed on drop, the no-shell image, the
 //! command run with its peak memory measured, and the checks every
 //! inspection must pass (no key bytes anywhere, diffs unchanged).
@@ -215,7 +215,7 @@ pub fn key(dir: &Path) -> PathBuf {
     k
 }
 
-/// One `selfprobe inspect` (or teardown) run: its output, the inspection,
+/// One `selfprobe-host inspect` (or teardown) run: its output, the inspection,
 /// its wall time and its peak RSS (the largest of it and the engine CLIs
 /// it ran, measured by common/maxrss.rs, so none of the harness's).
 pub struct Ran {

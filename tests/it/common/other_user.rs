@@ -43,6 +43,20 @@ impl Place {
         d
     }
 
+    /// The host tool beside the copied probe (`bin/selfprobe-host`, which
+    /// places `bin/selfprobe` by default), copied on first use from the
+    /// shipped one.
+    pub fn host(&self) -> PathBuf {
+        let dest = self.bin.with_file_name("selfprobe-host");
+        if !dest.exists() {
+            let tmp = self.bin.with_file_name(".selfprobe-host.tmp");
+            fs::copy(super::shipped::host_bin(), &tmp).unwrap();
+            fs::set_permissions(&tmp, fs::Permissions::from_mode(0o755)).unwrap();
+            fs::rename(&tmp, &dest).unwrap();
+        }
+        dest
+    }
+
     /// The copied binary, started as the place's user.
     pub fn command(&self) -> Command {
         let mut c = Command::new(&self.bin);

@@ -1,8 +1,11 @@
-//! The shipped binary: `cargo build --release` (opt-level z, fat LTO, one
+//! The shipped binaries: `cargo build --release` (opt-level z, fat LTO, one
 //! codegen unit, strip; no dev-dependency features). The fixture and CLI
-//! tests run the quick test-profile build (`CARGO_BIN_EXE_selfprobe`); the
-//! real-container and size checks run this one, so what they pass is what
-//! users copy into their containers.
+//! tests run the quick test-profile probe (`CARGO_BIN_EXE_selfprobe`); the
+//! real-container and size checks run the release probe, so what they pass
+//! is what users copy into their containers. The host tool,
+//! `selfprobe-host`, is another package's binary (crates/host), which cargo
+//! does not build for this one's tests: `host_bin()` builds the release one,
+//! beside the release probe, which it places when no `--binary` is given.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -15,7 +18,23 @@ use super::fixture::BIN;
 /// test run. Panics with cargo's message when the build fails.
 pub fn bin() -> &'static Path {
     static SHIPPED: OnceLock<PathBuf> = OnceLock::new();
-    SHIPPED.get_or_init(build)
+    SHIPPED.get_or_init(|| build("selfprobe"))
+}
+
+/// The host tool, `selfprobe-host`, built (or found fresh) once per test
+/// run, beside `bin()`.
+pub fn host_bin() -> &'static Path {
+    static HOST: OnceLock<PathBuf> = OnceLock::new();
+    HOST.get_or_init(|| {
+        // Its default probe is the file beside it: the shipped one.
+        bin();
+        build("selfprobe-host")
+    })
+}
+
+/// `host_bin()` as a &str, for argument lists.
+pub fn host_bin_str() -> &'static str {
+    host_bin().to_str().expect("a UTF-8 target path")
 }
 
 /// `bin()` as a &str, for argument lists.
@@ -23,12 +42,12 @@ pub fn bin_str() -> &'static str {
     bin().to_str().expect("a UTF-8 target path")
 }
 
-fn build() -> PathBuf {
+fn build(name: &str) -> PathBuf {
     // target/<triple>/<profile>/selfprobe -> target/<triple>/release/selfprobe,
     // wherever CARGO_TARGET_DIR put the target directory.
     let built = Path::new(BIN);
     let profile_dir = built.parent().expect("the binary's directory");
-    if profile_dir.file_name().is_some_and(|n| n == "release") {
+    if name == "selfprobe" && profile_dir.file_name().is_some_and(|n| n == "release") {
         // `cargo test --release`: the tested binary is already the release
         // profile's, and a second build would overwrite it in place.
         return built.to_path_buf();
@@ -36,7 +55,8 @@ fn build() -> PathBuf {
     let release = profile_dir
         .parent()
         .expect("the target directory")
-        .join("release/selfprobe");
+        .join("release")
+        .join(name);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(&cargo);
     // The variables cargo sets for a test process are not the shell's: ring's
@@ -57,7 +77,7 @@ fn build() -> PathBuf {
         }
     }
     let status = cmd
-        .args(["build", "--release", "--bin", "selfprobe"])
+        .args(["build", "--release", "--bin", name])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .status()
         .unwrap_or_else(|e| panic!("running {cargo:?} build --release: {e}"));
@@ -68,4 +88,13 @@ fn build() -> PathBuf {
         release.display()
     );
     release
+}
+
+/// Whether a command line's first word is one of the host tool's commands
+/// (`selfprobe-host`), not the probe's.
+pub fn is_host_command(first: &str) -> bool {
+    matches!(
+        first,
+        "inspect" | "teardown" | "diff" | "summary" | "attest" | "watch"
+    )
 }

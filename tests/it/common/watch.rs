@@ -1,4 +1,4 @@
-//! Helpers for the `selfprobe watch` suite (issue 31, tests/it/watch.rs):
+//! Helpers for the `selfprobe-host watch` suite (issue 31, tests/it/watch.rs):
 //! an engine as the watch sees it (Docker, a private dockerd, rootful or
 //! rootless podman), containers started and removed in bursts, the watch
 //! started as a process of its own (as the engine's user) whose state file

@@ -63,14 +63,14 @@ impl Target<'_> {
         run_bounded(c, limit, None).unwrap_or_else(|e| panic!("{}: {e}", self.what))
     }
 
-    /// `run -d --network none --name NAME FLAGS IMG CMD` for each, eight at a
-    /// time (a burst, as an agent platform starts workspaces); the full ids,
-    /// in the order given.
+    /// `run -d --network none --name NAME FLAGS IMG CMD` for each, four at a
+    /// time (a burst, as an agent platform starts workspaces; more only
+    /// queue on a machine of two cores); the full ids, in the order given.
     pub fn start_all(&self, ctrs: &[(String, Vec<String>, Vec<String>)]) -> Vec<String> {
         let next = std::sync::atomic::AtomicUsize::new(0);
         let ids: Vec<Mutex<String>> = ctrs.iter().map(|_| Mutex::new(String::new())).collect();
         std::thread::scope(|s| {
-            for _ in 0..8 {
+            for _ in 0..4 {
                 s.spawn(|| loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     let Some((name, flags, cmd)) = ctrs.get(i) else {

@@ -1591,7 +1591,14 @@ pub struct Session {
     signer: Signer,
     key_pem: Zeroizing<String>,
     all_caps: Vec<String>,
+    /// Images' RepoDigests by image id, asked once per DIGEST_TTL: a burst
+    /// of workspaces from one image costs one `image inspect`, not one each.
+    digests: Mutex<BTreeMap<String, (Instant, Vec<String>)>>,
 }
+
+/// How long a Session takes an image's RepoDigests as they were (a push
+/// or pull can add one).
+const DIGEST_TTL: Duration = Duration::from_secs(300);
 
 impl Session {
     /// Loads the policy, stages the binary and holds the key. `opts`'s
@@ -1623,7 +1630,33 @@ impl Session {
             signer,
             key_pem,
             all_caps: host_capabilities(),
+            digests: Mutex::new(BTreeMap::new()),
         })
+    }
+
+    /// The RepoDigests of `images` (by id), from the cache where fresh.
+    fn image_digests(&self, images: &[String], deadline: Instant) -> BTreeMap<String, Vec<String>> {
+        let now = Instant::now();
+        let fresh = |t: &Instant| now.duration_since(*t) < DIGEST_TTL;
+        let mut cache = self.digests.lock().unwrap_or_else(|e| e.into_inner());
+        let ask: Vec<String> = images
+            .iter()
+            .filter(|i| !cache.get(*i).is_some_and(|(t, _)| fresh(t)))
+            .cloned()
+            .collect();
+        if !ask.is_empty() {
+            // Not under the lock: the engine may be slow to answer.
+            drop(cache);
+            let got = self.engine.image_digests(&ask, deadline);
+            cache = self.digests.lock().unwrap_or_else(|e| e.into_inner());
+            for (k, v) in got {
+                cache.insert(k, (now, v));
+            }
+        }
+        images
+            .iter()
+            .filter_map(|i| cache.get(i).map(|(_, v)| (i.clone(), v.clone())))
+            .collect()
     }
 
     pub fn engine(&self) -> &Engine {
@@ -1650,9 +1683,7 @@ impl Session {
         let mut images: Vec<String> = records.iter().map(|r| r.image_id.clone()).collect();
         selfprobe::util::sort::sort(&mut images);
         images.dedup();
-        let digests = self
-            .engine
-            .image_digests(&images, Instant::now() + self.opts.timeout);
+        let digests = self.image_digests(&images, Instant::now() + self.opts.timeout);
         let mut seen = std::collections::BTreeSet::new();
         records.retain(|r| seen.insert(r.id.clone()));
         let shared = Shared {

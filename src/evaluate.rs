@@ -5,6 +5,7 @@
 //! (`probe.incomplete`, status unknown: never a pass). The same facts give
 //! the same findings, so this is tested without running a probe.
 
+use crate::finding::Code;
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -25,7 +26,7 @@ pub struct Run<'a> {
 
 fn incomplete(probe: &str, phase: u8, why: String) -> Finding {
     Finding::new(
-        "probe.incomplete",
+        Code::ProbeIncomplete,
         probe.to_string(),
         format!("the {probe} probe could not finish: {why}"),
     )
@@ -158,8 +159,8 @@ pub fn evaluate(g: &Gathered, policy: &Policy, run: &Run) -> Vec<Finding> {
         // whose absence reads like "none found", so they are said to be
         // unknown here (this process's own comes from libc, not /proc).
         for (code, what) in [
-            ("secret.process-env", "environments"),
-            ("secret.process-cmdline", "command lines"),
+            (Code::SecretProcessEnv, "environments"),
+            (Code::SecretProcessCmdline, "command lines"),
         ] {
             out.push(
                 Finding::new(

@@ -2,13 +2,13 @@
 //! names the file, the line and what was expected, like cargo-deny's config
 //! errors, because a policy is written by hand and read in CI logs.
 
+use crate::finding::Code;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use toml::de::DeValue;
 use toml::Spanned;
 
 mod raw;
@@ -423,7 +423,7 @@ impl Policy {
             let subject = format!("{file}:{}", ex.line);
             if let Some(problem) = problem {
                 let mut f = Finding::new(
-                    "policy.exception-invalid",
+                    Code::PolicyExceptionInvalid,
                     subject.clone(),
                     format!(
                         "the exception for {} at {subject} is not applied: {problem}",
@@ -496,7 +496,7 @@ fn check_code(src: &Source, code: &Spanned<String>) -> Result<(), PolicyError> {
 fn destination_rule(
     src: &Source,
     list: &str,
-    d: &raw::Value<'_>,
+    d: &raw::Value,
 ) -> Result<DestinationRule, PolicyError> {
     let span = Some(d.span());
     let (line, column) = line_col(src.text, d.span().start);
@@ -509,27 +509,21 @@ fn destination_rule(
         )
     };
     let (url, timeout) = match d.get_ref() {
-        DeValue::String(s) => (s.to_string(), None),
-        DeValue::Table(t) => {
-            let keys = || t.iter().map(|(k, _)| k.get_ref().as_ref());
-            if let Some(k) = keys().find(|k: &&str| *k != "url" && *k != "timeout") {
+        toml::Value::String(s) => (s.to_string(), None),
+        toml::Value::Table(t) => {
+            if let Some(k) = t.keys().find(|k| *k != "url" && *k != "timeout") {
                 return Err(src.err(
                     span,
                     format!("network.{list}: unknown key '{k}' in a destination: expected url and timeout"),
                 ));
             }
-            let get = |name: &str| {
-                t.iter()
-                    .find(|(k, _)| k.get_ref() == name)
-                    .map(|(_, v)| v.get_ref())
-            };
-            let url = match get("url") {
-                Some(DeValue::String(s)) => s.to_string(),
+            let url = match t.get("url") {
+                Some(toml::Value::String(s)) => s.to_string(),
                 _ => return Err(shape()),
             };
-            let timeout = match get("timeout") {
+            let timeout = match t.get("timeout") {
                 None => None,
-                Some(DeValue::String(s)) => Some(parse_duration(s).map_err(|m| {
+                Some(toml::Value::String(s)) => Some(parse_duration(s).map_err(|m| {
                     src.err(span.clone(), format!("network.{list}: timeout of {url}: {m}"))
                 })?),
                 Some(_) => {
@@ -714,8 +708,8 @@ expires = "2999-01-01"
 "#;
         let p = Policy::parse("p.toml", text).unwrap();
         let mut fs = vec![
-            Finding::new("mount.socket", "/run/x.sock", "m"),
-            Finding::new("mount.socket", "/run/y.sock", "m"),
+            Finding::new(Code::MountSocket, "/run/x.sock", "m"),
+            Finding::new(Code::MountSocket, "/run/y.sock", "m"),
         ];
         let raised = p.apply(&mut fs, (2026, 11, 29));
         assert_eq!(raised.len(), 3);
@@ -815,7 +809,7 @@ expires = "2999-01-01"
     #[test]
     fn severity_override_applies() {
         let p = Policy::parse("p", "[severity]\n\"mount.socket\" = \"low\"\n").unwrap();
-        let mut fs = vec![Finding::new("mount.socket", "/s", "m")];
+        let mut fs = vec![Finding::new(Code::MountSocket, "/s", "m")];
         p.apply(&mut fs, (2026, 1, 1));
         assert_eq!(fs[0].severity, Severity::Low);
     }

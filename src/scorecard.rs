@@ -1253,6 +1253,7 @@ fn repo_scope(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::finding::Code;
 
     fn rec(name: &'static str) -> ProbeRecord {
         ProbeRecord {
@@ -1285,7 +1286,7 @@ mod tests {
     fn scores_follow_the_rubric() {
         let recs: Vec<ProbeRecord> = PROBES[..8].iter().copied().map(rec).collect();
         let fs = vec![Finding::new(
-            "engine.socket-reachable",
+            Code::EngineSocketReachable,
             "/var/run/docker.sock",
             "m",
         )];
@@ -1310,7 +1311,7 @@ mod tests {
             "an owned exception is 'mounted with review'"
         );
 
-        let low = vec![Finding::new("mount.unexpected", "/data", "m")];
+        let low = vec![Finding::new(Code::MountUnexpected, "/data", "m")];
         assert_eq!(score(&low, &recs).controls[0].score, Some(1));
     }
 
@@ -1326,8 +1327,8 @@ mod tests {
     fn engine_socket_counts_only_what_reaches_the_host() {
         let recs = all_records();
         let notes = vec![
-            Finding::new("priv.no-lsm", "lsm", "m"),
-            Finding::new("priv.no-new-privs-unset", "no_new_privs", "m"),
+            Finding::new(Code::PrivNoLsm, "lsm", "m"),
+            Finding::new(Code::PrivNoNewPrivsUnset, "no_new_privs", "m"),
         ];
         let sc = score(&notes, &recs);
         let es = control(&sc, "engine-socket");
@@ -1335,7 +1336,10 @@ mod tests {
         assert!(es.reason.contains("2 notes below high"), "{}", es.reason);
         assert_eq!(es.findings.len(), 2, "notes are still listed");
         assert!(es.decisive.is_empty());
-        let sc = score(&[Finding::new("priv.privileged", "container", "m")], &recs);
+        let sc = score(
+            &[Finding::new(Code::PrivPrivileged, "container", "m")],
+            &recs,
+        );
         let es = control(&sc, "engine-socket");
         assert_eq!(es.score, Some(0));
         assert_eq!(
@@ -1419,14 +1423,14 @@ mod tests {
         );
 
         // 0 from a finding: the level is the rubric's only for mounts.
-        let home = Finding::new("mount.home-directory", "/home/me", "m").severity(Severity::High);
+        let home = Finding::new(Code::MountHomeDirectory, "/home/me", "m").severity(Severity::High);
         let sc = score_observed(&[home], &recs, &repo_obs("clean", deny, &["/home/me"]));
         let rs = control(&sc, "repo-scope");
         assert_eq!(
             (rs.score, rs.level.as_deref()),
             (Some(0), Some("Broad host mounts"))
         );
-        let blk = Finding::new("device.host-block", "/dev/sda", "m");
+        let blk = Finding::new(Code::DeviceHostBlock, "/dev/sda", "m");
         let sc = score_observed(&[blk], &recs, &repo_obs("clean", deny, &[]));
         let rs = control(&sc, "repo-scope");
         assert_eq!(
@@ -1456,7 +1460,7 @@ mod tests {
             ..Observed::default()
         };
         let pkg = Finding::new(
-            "secret.package-data",
+            Code::SecretPackageData,
             "/home/dev/.pyenv/versions/3.11.2/lib",
             "m",
         );
@@ -1498,7 +1502,7 @@ mod tests {
             td.reason
         );
         // A volume that remains: the level does not claim the container is removed.
-        let vol = Finding::new("teardown.persistent-writable", "/data", "m");
+        let vol = Finding::new(Code::TeardownPersistentWritable, "/data", "m");
         let sc = score_observed(&[vol], &recs, &obs);
         let td = control(&sc, "teardown");
         assert_eq!(td.score, Some(1));
@@ -1528,10 +1532,10 @@ mod tests {
     fn phase_four_and_five_rubrics() {
         let recs = all_records();
         // A pet container: no setup contract at all is 0 at medium severity.
-        let pet =
-            Finding::new("repro.image-unpinned", "image", "m").with("setup_contract_found", false);
+        let pet = Finding::new(Code::ReproImageUnpinned, "image", "m")
+            .with("setup_contract_found", false);
         let drift =
-            Finding::new("repro.image-unpinned", "image", "m").with("setup_contract_found", true);
+            Finding::new(Code::ReproImageUnpinned, "image", "m").with("setup_contract_found", true);
         assert_eq!(
             control(&score(&[pet], &recs), "reproducibility").score,
             Some(0)
@@ -1539,7 +1543,7 @@ mod tests {
         let sc = score(
             &[
                 drift.clone(),
-                Finding::new("repro.no-lockfile", "/w/Cargo.toml", "m"),
+                Finding::new(Code::ReproNoLockfile, "/w/Cargo.toml", "m"),
             ],
             &recs,
         );
@@ -1547,9 +1551,9 @@ mod tests {
         assert_eq!(control(&sc, "reproducibility").decisive.len(), 2);
         // A host cache is high (0); a volume cache medium (1); an owned
         // exception is "retained intentionally" (2).
-        let host =
-            Finding::new("cache.shared-writable", "/root/.cache/pip", "m").severity(Severity::High);
-        let vol = Finding::new("cache.shared-writable", "/root/.cache/uv", "m");
+        let host = Finding::new(Code::CacheSharedWritable, "/root/.cache/pip", "m")
+            .severity(Severity::High);
+        let vol = Finding::new(Code::CacheSharedWritable, "/root/.cache/uv", "m");
         assert_eq!(
             control(&score(std::slice::from_ref(&host), &recs), "cache-policy").score,
             Some(0)
@@ -1564,7 +1568,7 @@ mod tests {
             control(&score(&[owned], &recs), "cache-policy").score,
             Some(2)
         );
-        let prof = Finding::new("browser.profile", "/root/.config/google-chrome", "m");
+        let prof = Finding::new(Code::BrowserProfile, "/root/.config/google-chrome", "m");
         assert_eq!(
             control(&score(&[prof], &recs), "browser-isolation").score,
             Some(0)
@@ -1583,13 +1587,13 @@ mod tests {
     #[test]
     fn could_not_check_is_not_a_pass_but_zero_is_certain() {
         let recs = all_records();
-        let unk = Finding::new("cache.credentials", "/root/.npmrc", "m").unknown();
+        let unk = Finding::new(Code::CacheCredentials, "/root/.npmrc", "m").unknown();
         let sc = score(std::slice::from_ref(&unk), &recs);
         assert_eq!(control(&sc, "cache-policy").score, None);
         assert!(control(&sc, "cache-policy")
             .reason
             .contains("could not check"));
-        let host = Finding::new("cache.shared-writable", "/x", "m").severity(Severity::High);
+        let host = Finding::new(Code::CacheSharedWritable, "/x", "m").severity(Severity::High);
         let sc = score(&[unk, host], &recs);
         assert_eq!(control(&sc, "cache-policy").score, Some(0));
     }
@@ -1597,7 +1601,7 @@ mod tests {
     #[test]
     fn a_part_left_unchecked_keeps_its_control_from_two() {
         let recs = all_records();
-        let env = Finding::new("probe.incomplete", "secrets:environ", "m")
+        let env = Finding::new(Code::ProbeIncomplete, "secrets:environ", "m")
             .unknown()
             .with("probe", "secrets");
         let mut recs = recs;
@@ -1608,11 +1612,11 @@ mod tests {
         assert!(sb.reason.contains("secrets:environ"), "{}", sb.reason);
         assert_eq!(sb.decisive, vec![env.id.clone()]);
         // A danger it did see is still certain.
-        let hit = Finding::new("secret.env", "GITHUB_TOKEN", "m");
+        let hit = Finding::new(Code::SecretEnv, "GITHUB_TOKEN", "m");
         let sc = score(&[env, hit], &recs);
         assert_eq!(control(&sc, "secret-boundary").score, Some(0));
         // Another probe's gap does not touch this control.
-        let other = Finding::new("probe.incomplete", "caches:environ", "m")
+        let other = Finding::new(Code::ProbeIncomplete, "caches:environ", "m")
             .unknown()
             .with("probe", "caches");
         let sc = score(&[other], &recs);
@@ -1624,7 +1628,7 @@ mod tests {
         let mut recs = all_records();
         recs.push(rec("network"));
         let proxy = |enforces: bool| {
-            Finding::new("net.proxy", "environment", "m")
+            Finding::new(Code::NetProxy, "environment", "m")
                 .with("enforces_contract", enforces)
                 .with("denied_by_proxy", 3)
                 .with("reached_through_proxy", 2)
@@ -1646,7 +1650,7 @@ mod tests {
         assert_eq!(np.reason, "net.proxy environment");
         assert_eq!(np.level.as_deref(), Some(CONTROLS[3].rubric[1]));
         // A proxy that forwards a denied destination: at most 1.
-        let fwd = Finding::new("net.proxy-forwards-denied", "http://127.0.0.1:9/", "m");
+        let fwd = Finding::new(Code::NetProxyForwardsDenied, "http://127.0.0.1:9/", "m");
         let sc = score(&[proxy(false), fwd.clone()], &recs);
         assert_eq!(control(&sc, "network-policy").score, Some(1));
         let sc = score(&[proxy(false), fwd.severity(Severity::High)], &recs);
@@ -1694,25 +1698,25 @@ mod tests {
             ..repo_obs("clean", deny, &[])
         };
         let hi =
-            |code: &str, subject: &str| Finding::new(code, subject, "m").severity(Severity::High);
-        let lo = |code: &str, subject: &str| Finding::new(code, subject, "m");
+            |code: Code, subject: &str| Finding::new(code, subject, "m").severity(Severity::High);
+        let lo = |code: Code, subject: &str| Finding::new(code, subject, "m");
         let sets: Vec<Vec<Finding>> = vec![
             vec![],
-            vec![hi("engine.socket-reachable", "/var/run/docker.sock")],
-            vec![hi("mount.home-directory", "/home/me")],
-            vec![lo("mount.unexpected", "/data")],
-            vec![hi("secret.env", "GITHUB_TOKEN")],
-            vec![lo("secret.token-expired", "/t")],
-            vec![hi("net.denied-reachable", "tcp://127.0.0.1:9")],
-            vec![lo("net.proxy", "environment")],
-            vec![hi("cache.shared-writable", "/root/.cache/pip")],
-            vec![lo("cache.shared-writable", "/root/.cache/uv")],
-            vec![hi("browser.profile", "/root/.config/google-chrome")],
-            vec![lo("browser.profile", "/data/chrome")],
-            vec![lo("repro.image-unpinned", "image").with("setup_contract_found", false)],
-            vec![lo("repro.no-lockfile", "/w/Cargo.toml")],
-            vec![lo("teardown.persistent-writable", "/data")],
-            vec![hi("teardown.canary-survived", "/data/c")],
+            vec![hi(Code::EngineSocketReachable, "/var/run/docker.sock")],
+            vec![hi(Code::MountHomeDirectory, "/home/me")],
+            vec![lo(Code::MountUnexpected, "/data")],
+            vec![hi(Code::SecretEnv, "GITHUB_TOKEN")],
+            vec![lo(Code::SecretTokenExpired, "/t")],
+            vec![hi(Code::NetDeniedReachable, "tcp://127.0.0.1:9")],
+            vec![lo(Code::NetProxy, "environment")],
+            vec![hi(Code::CacheSharedWritable, "/root/.cache/pip")],
+            vec![lo(Code::CacheSharedWritable, "/root/.cache/uv")],
+            vec![hi(Code::BrowserProfile, "/root/.config/google-chrome")],
+            vec![lo(Code::BrowserProfile, "/data/chrome")],
+            vec![lo(Code::ReproImageUnpinned, "image").with("setup_contract_found", false)],
+            vec![lo(Code::ReproNoLockfile, "/w/Cargo.toml")],
+            vec![lo(Code::TeardownPersistentWritable, "/data")],
+            vec![hi(Code::TeardownCanarySurvived, "/data/c")],
         ];
         for obs in [Observed::default(), full.clone()] {
             for fs in &sets {
@@ -1755,7 +1759,7 @@ mod tests {
         );
         // A 0 names what decided and what was looked at.
         let sc = score_observed(
-            &[hi("cache.shared-writable", "/root/.cache/pip")],
+            &[hi(Code::CacheSharedWritable, "/root/.cache/pip")],
             &recs,
             &full,
         );

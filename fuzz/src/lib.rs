@@ -15,6 +15,7 @@ use std::time::{Duration, Instant, UNIX_EPOCH};
 use base64ct::{Base64UrlUnpadded, Encoding};
 use selfprobe::facts::boundary::{self, Boundary, Inputs, Kind};
 use selfprobe::facts::mounts;
+use selfprobe::finding::Code;
 use selfprobe::finding::Finding;
 use selfprobe::policy::Policy;
 use selfprobe::probe::network::resolve;
@@ -356,8 +357,8 @@ pub fn policy_toml(data: &[u8]) {
                 let _ = d.target.to_string();
             }
             let mut fs = vec![
-                Finding::new("engine.socket-reachable", "/var/run/docker.sock", "fuzz"),
-                Finding::new("repro.no-lockfile", "/workspaces/app", "fuzz"),
+                Finding::new(Code::EngineSocketReachable, "/var/run/docker.sock", "fuzz"),
+                Finding::new(Code::ReproNoLockfile, "/workspaces/app", "fuzz"),
             ];
             let raised = p.apply(&mut fs, (2026, 12, 1));
             assert!(raised.len() <= p.exceptions.len());

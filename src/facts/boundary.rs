@@ -10,6 +10,7 @@
 //! field says "unknown"; a kind that cannot be told is a probe.incomplete,
 //! never a pass.
 
+use crate::finding::Code;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -1153,7 +1154,7 @@ pub fn evaluate(b: &Boundary) -> Vec<Finding> {
                 .map(|l| format!(", on {l}"))
                 .unwrap_or_default();
             vec![Finding::new(
-                "boundary.none",
+                Code::BoundaryNone,
                 "boundary",
                 format!(
                     "no container boundary: this process runs in the machine's own namespaces{on}; every file, process, device and socket this user can reach is the machine's"
@@ -1164,7 +1165,7 @@ pub fn evaluate(b: &Boundary) -> Vec<Finding> {
             .with("evidence", b.evidence_of("kind"))]
         }
         Kind::Unknown => vec![Finding::new(
-            "probe.incomplete",
+            Code::ProbeIncomplete,
             "boundary",
             format!(
                 "the boundary could not be told: {}",

@@ -11,6 +11,7 @@
 //! (bounded, regular files only) to tell whether they hold a literal
 //! credential, whose value never leaves the scanner.
 
+use crate::finding::Code;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::fs::FileType;
@@ -749,7 +750,7 @@ pub fn evaluate_caches(f: &CacheFacts) -> Vec<Finding> {
             ),
         };
         let fnd = Finding::new(
-            "cache.shared-writable",
+            Code::CacheSharedWritable,
             &c.path,
             format!(
                 "the {} cache at {} is writable and lives on {whose} ({})",
@@ -777,7 +778,7 @@ pub fn evaluate_caches(f: &CacheFacts) -> Vec<Finding> {
         let keys: BTreeSet<&str> = h.items.iter().filter_map(|i| i.key.as_deref()).collect();
         let lines: Vec<usize> = h.items.iter().map(|i| i.line).collect();
         let mut fnd = Finding::new(
-            "cache.credentials",
+            Code::CacheCredentials,
             &h.path,
             format!(
                 "{} ({} configuration) holds {} credential(s): {}; the value is not shown",
@@ -1025,7 +1026,7 @@ pub fn evaluate_browsers(f: &BrowserFacts) -> Vec<Finding> {
                 ),
             };
             let fnd = Finding::new(
-                "browser.profile",
+                Code::BrowserProfile,
                 &p.path,
                 format!(
                     "{} {} profile at {} holds session state ({}) and lives on {what}",
@@ -1047,7 +1048,7 @@ pub fn evaluate_browsers(f: &BrowserFacts) -> Vec<Finding> {
         }
         if let Some(dbg) = &p.debug_port_file {
             let mut fnd = Finding::new(
-                "browser.debug-port",
+                Code::BrowserDebugPort,
                 dbg,
                 format!(
                     "the {} profile at {} holds {}: a remote-debugging endpoint was open for it",
@@ -1446,7 +1447,7 @@ pub fn evaluate_artifacts(f: &ArtifactFacts) -> Vec<Finding> {
         };
         out.push(
             Finding::new(
-                "artifact.persistent",
+                Code::ArtifactPersistent,
                 format!("{class}:{dir}"),
                 format!(
                     "{} {class} file(s) ({} bytes) under {dir} on the persistent mount {mp}",
@@ -1474,7 +1475,7 @@ pub fn evaluate_artifacts(f: &ArtifactFacts) -> Vec<Finding> {
             );
             out.push(
                 Finding::new(
-                    "probe.incomplete",
+                    Code::ProbeIncomplete,
                     format!("artifacts:{}", w.mount_point),
                     format!("{why}; artifacts beyond that point are not checked"),
                 )

@@ -7,6 +7,7 @@
 //! Nothing is ever opened for writing, and a watchdog is not opened at all
 //! (opening one arms it).
 
+use crate::finding::Code;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -224,7 +225,7 @@ pub fn evaluate(f: &DeviceFacts) -> Vec<Finding> {
             };
             out.push(
                 ev(Finding::new(
-                    "device.host-block",
+                    Code::DeviceHostBlock,
                     &n.path,
                     format!(
                         "{} is a host block device ({}:{}), {access}",
@@ -248,7 +249,7 @@ pub fn evaluate(f: &DeviceFacts) -> Vec<Finding> {
             };
             out.push(
                 ev(Finding::new(
-                    "device.sensitive",
+                    Code::DeviceSensitive,
                     &n.path,
                     format!("{}: {}; {access}", n.path, d.why),
                 ))
@@ -261,7 +262,7 @@ pub fn evaluate(f: &DeviceFacts) -> Vec<Finding> {
     if f.truncated {
         out.push(
             Finding::new(
-                "probe.incomplete",
+                Code::ProbeIncomplete,
                 "devices",
                 format!("/dev holds more than {MAX_ENTRIES} entries; the rest was not examined"),
             )

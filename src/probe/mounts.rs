@@ -2,6 +2,7 @@
 //! classifies it): host surfaces, the workspace mount, engine-managed files
 //! and what the mounts hold.
 
+use crate::finding::Code;
 use std::path::Path;
 
 use crate::facts::boundary::{Boundary, Kind};
@@ -66,7 +67,7 @@ impl<'a> Shown<'a> {
     }
 
     /// A finding on this mount (or a path below it), with the mount's evidence.
-    fn finding(&self, code: &str, subject: &str, msg: String) -> Finding {
+    fn finding(&self, code: Code, subject: &str, msg: String) -> Finding {
         let e = self.e;
         Finding::new(code, subject, msg)
             .with("mount_point", self.mp.clone())
@@ -91,7 +92,7 @@ pub fn evaluate(facts: &MountFacts, bd: &Boundary) -> Vec<Finding> {
         match e.class {
             MountClass::HostRoot => out.push(host_root(&m)),
             MountClass::Socket => out.push(m.finding(
-                "mount.socket",
+                Code::MountSocket,
                 mp,
                 format!("{mp} is a socket bind-mounted from {}", m.from),
             )),
@@ -113,13 +114,13 @@ pub fn evaluate(facts: &MountFacts, bd: &Boundary) -> Vec<Finding> {
 fn workspace_findings(facts: &MountFacts) -> Vec<Finding> {
     match facts.workspace.as_ref() {
         None => vec![Finding::new(
-            "mount.workspace-missing",
+            Code::MountWorkspaceMissing,
             "(none)",
             "no workspace was declared (policy workspace.path, --workspace) and the working directory is not in a git repository, so no mount can be told apart as the workspace",
         )
         .with("declared", false)],
         Some(w) if w.answered && !w.exists => vec![Finding::new(
-            "mount.workspace-missing",
+            Code::MountWorkspaceMissing,
             w.path.to_string_lossy(),
             format!("the workspace {} (from {}) does not exist", w.path.display(), w.source),
         )
@@ -164,7 +165,7 @@ fn host_root(m: &Shown) -> Finding {
     } else {
         Severity::High
     };
-    m.finding("mount.host-root", mp, what)
+    m.finding(Code::MountHostRoot, mp, what)
         .severity(sev)
         .with("system_dirs", e.contents.system_dirs.clone())
         .with("homes", e.contents.homes.clone())
@@ -173,7 +174,7 @@ fn host_root(m: &Shown) -> Finding {
 fn host_procfs(facts: &MountFacts, m: &Shown) -> Finding {
     let (e, mp) = (m.e, &m.mp);
     m.finding(
-        "mount.host-procfs",
+        Code::MountHostProcfs,
         mp,
         format!(
             "{mp} is a procfs other than this container's own /proc (device {}:{}): it shows another PID namespace's processes, as a host's /proc mounted for an agent does",
@@ -212,7 +213,7 @@ fn host_tmpfs(facts: &MountFacts, m: &Shown) -> Finding {
         ));
     }
     m.finding(
-        "mount.host-tmpfs",
+        Code::MountHostTmpfs,
         mp,
         format!(
             "{mp} is a tmpfs of the host mounted whole, its runtime directory (/run): {}",
@@ -237,7 +238,7 @@ fn container_rootfs(m: &Shown) -> Finding {
         .find_map(|o| o.strip_prefix("upperdir="))
         .map(str::to_string);
     m.finding(
-        "mount.container-rootfs",
+        Code::MountContainerRootfs,
         mp,
         format!(
             "{mp} is another container's root filesystem ({} built on the engine's image layers), reached through a host path",
@@ -262,7 +263,7 @@ fn host_path_findings(m: &Shown, ws: Option<&WorkspaceFacts>, out: &mut Vec<Find
         if !w.parent_repos.is_empty() && w.mount_id == Some(e.mount.id) {
             out.push(
                 m.finding(
-                    "mount.parent-repo",
+                    Code::MountParentRepo,
                     &w.parent_repos[0],
                     format!(
                         "the workspace {} is inside the repository {} and the host mount at {mp} shows all of it",
@@ -276,7 +277,7 @@ fn host_path_findings(m: &Shown, ws: Option<&WorkspaceFacts>, out: &mut Vec<Find
         }
         if e.contents.git {
             out.push(m.finding(
-                "mount.parent-repo",
+                Code::MountParentRepo,
                 mp,
                 format!(
                     "the repository at {mp} contains the workspace {} and is mounted from the host",
@@ -295,7 +296,7 @@ fn host_path_findings(m: &Shown, ws: Option<&WorkspaceFacts>, out: &mut Vec<Find
         };
         out.push(
             m.finding(
-                "mount.unexpected",
+                Code::MountUnexpected,
                 mp,
                 format!("{mp} is mounted from {}: {why}", m.from),
             )
@@ -310,11 +311,11 @@ fn holdings(m: &Shown, out: &mut Vec<Finding>) -> bool {
     let (e, mp) = (m.e, &m.mp);
     let mut flagged = false;
     for (kind, code, what) in [
-        ("home", "mount.home-directory", "a home directory"),
-        ("ssh", "mount.ssh-directory", "an .ssh directory"),
+        ("home", Code::MountHomeDirectory, "a home directory"),
+        ("ssh", Code::MountSshDirectory, "an .ssh directory"),
         (
             "config",
-            "mount.config-directory",
+            Code::MountConfigDirectory,
             "a credential-bearing configuration path",
         ),
     ] {
@@ -340,9 +341,9 @@ fn holdings(m: &Shown, out: &mut Vec<Finding>) -> bool {
     }
     for marker in &e.contents.markers {
         let (code, holds) = if marker == ".ssh" && !e.kinds.contains(&"ssh") {
-            ("mount.ssh-directory", "an .ssh directory")
+            (Code::MountSshDirectory, "an .ssh directory")
         } else if CONFIG_MARKERS.contains(&marker.as_str()) && !e.kinds.contains(&"config") {
-            ("mount.config-directory", "credential configuration")
+            (Code::MountConfigDirectory, "credential configuration")
         } else {
             continue;
         };
@@ -367,7 +368,7 @@ fn other_repos(
     if e.contents.git && !is_ancestor {
         flagged = true;
         out.push(m.finding(
-            "mount.unrelated-repo",
+            Code::MountUnrelatedRepo,
             mp,
             format!("{mp} is another git repository mounted from {}", m.from),
         ));
@@ -379,7 +380,7 @@ fn other_repos(
         }
         flagged = true;
         out.push(m.finding(
-            "mount.unrelated-repo",
+            Code::MountUnrelatedRepo,
             &sub,
             format!("{sub} is a git repository visible through the host mount at {mp}"),
         ));

@@ -2,6 +2,7 @@
 //! inode is compared with the kernel's fixed initial-namespace numbers, and
 //! corroborated by what only the host's namespaces show.
 
+use crate::finding::Code;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -151,7 +152,7 @@ pub fn evaluate(f: &NsFacts, b: &Boundary) -> Vec<Finding> {
         out.push(
             evidence(
                 Finding::new(
-                    "ns.host-pid",
+                    Code::NsHostPid,
                     "pid",
                     format!("{verb} {whose} PID namespace: {visible}"),
                 ),
@@ -171,7 +172,7 @@ pub fn evaluate(f: &NsFacts, b: &Boundary) -> Vec<Finding> {
         out.push(
             evidence(
                 Finding::new(
-                    "ns.host-network",
+                    Code::NsHostNetwork,
                     "net",
                     format!("{verb} {whose} network namespace"),
                 ),
@@ -189,9 +190,9 @@ pub fn evaluate(f: &NsFacts, b: &Boundary) -> Vec<Finding> {
     }
 
     for (name, code, what) in [
-        ("ipc", "ns.host-ipc", "IPC"),
-        ("uts", "ns.host-uts", "UTS (hostname)"),
-        ("cgroup", "ns.host-cgroup", "cgroup"),
+        ("ipc", Code::NsHostIpc, "IPC"),
+        ("uts", Code::NsHostUts, "UTS (hostname)"),
+        ("cgroup", Code::NsHostCgroup, "cgroup"),
     ] {
         if is_init(name) == Some(true) {
             out.push(evidence(

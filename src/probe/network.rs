@@ -13,6 +13,7 @@ pub mod dial;
 pub mod proxy;
 pub mod resolve;
 
+use crate::finding::Code;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::{mpsc, Arc};
@@ -1354,7 +1355,7 @@ pub fn evaluate(facts: &NetFacts) -> Vec<Finding> {
             String::new()
         };
         let mut f = Finding::new(
-            "net.proxy",
+            Code::NetProxy,
             "environment",
             format!(
                 "{what}; NO_PROXY entries: {}{record}",
@@ -1390,7 +1391,7 @@ pub fn evaluate(facts: &NetFacts) -> Vec<Finding> {
             .unwrap_or_else(|| "no destination was tried".into());
         out.push(
             Finding::new(
-                "net.not-assessed",
+                Code::NetNotAssessed,
                 "network",
                 format!("the network policy was not assessed: {why}"),
             )
@@ -1407,7 +1408,7 @@ pub fn evaluate(facts: &NetFacts) -> Vec<Finding> {
             Verdict::Unknown => {
                 let why = r.error.clone().unwrap_or_default();
                 let mut f = if r.list == List::Allow {
-                    Finding::new("net.allowed-unreachable", subject, String::new())
+                    Finding::new(Code::NetAllowedUnreachable, subject, String::new())
                 } else {
                     deny_finding(r, subject)
                 };
@@ -1416,7 +1417,7 @@ pub fn evaluate(facts: &NetFacts) -> Vec<Finding> {
             }
             Verdict::Violated if r.list == List::Allow => out.push(evidence(
                 Finding::new(
-                    "net.allowed-unreachable",
+                    Code::NetAllowedUnreachable,
                     subject,
                     format!(
                         "{} is allowed by {} for the task, but {}",
@@ -1451,7 +1452,7 @@ fn deny_finding(r: &DestResult, subject: String) -> Finding {
         Kind::Engine => {
             let confirmed = r.answered == Some(true);
             let f = Finding::new(
-                "engine.tcp-endpoint",
+                Code::EngineTcpEndpoint,
                 subject,
                 if confirmed {
                     format!(
@@ -1471,7 +1472,7 @@ fn deny_finding(r: &DestResult, subject: String) -> Finding {
             }
         }
         Kind::BrowserDebug => Finding::new(
-            "browser.debug-port",
+            Code::BrowserDebugPort,
             subject,
             format!(
                 "a DevTools remote-debugging endpoint answers on {} ({}): whoever reaches it controls that browser or process",
@@ -1483,7 +1484,7 @@ fn deny_finding(r: &DestResult, subject: String) -> Finding {
             let answered = r.answered == Some(true);
             let provider = r.provider.clone().unwrap_or_else(|| "cloud".into());
             let f = Finding::new(
-                "net.metadata-reachable",
+                Code::NetMetadataReachable,
                 subject,
                 if answered {
                     format!("the {provider} metadata service at {} answered the provider's request ({how}): the workspace can take the instance's cloud identity", r.destination)
@@ -1498,17 +1499,17 @@ fn deny_finding(r: &DestResult, subject: String) -> Finding {
             }
         }
         Kind::Egress => Finding::new(
-            "net.egress-open",
+            Code::NetEgressOpen,
             subject,
             format!("the public egress canary {} is reachable ({how}): the workspace can reach the internet", r.destination),
         ),
         Kind::Policy if public_destination(r) => Finding::new(
-            "net.egress-open",
+            Code::NetEgressOpen,
             subject,
             format!("{} is denied by {} and is a public address, but {how}", r.destination, r.rule),
         ),
         _ => Finding::new(
-            "net.denied-reachable",
+            Code::NetDeniedReachable,
             subject,
             format!("{} is denied by {} but {how}", r.destination, r.rule),
         ),
@@ -1526,7 +1527,7 @@ fn deny_finding(r: &DestResult, subject: String) -> Finding {
 fn proxy_forwards_denied(r: &DestResult, subject: String) -> Finding {
     let delivered = r.proxy_answer.as_ref().and_then(|p| p.upstream_connected) == Some(true);
     let f = Finding::new(
-        "net.proxy-forwards-denied",
+        Code::NetProxyForwardsDenied,
         subject,
         format!(
             "{} is denied by {}, but {}: the proxy does not block it",

@@ -1,6 +1,7 @@
 //! Phase 2, the process's own privilege: capability sets, seccomp,
 //! no_new_privs, the LSM label and the user namespace mapping.
 
+use crate::finding::Code;
 use std::collections::BTreeMap;
 use std::io;
 
@@ -361,7 +362,7 @@ pub fn evaluate(
         };
         let sev = if scoped_lower { sev.lowered() } else { sev };
         let mut f = Finding::new(
-            "priv.capability",
+            Code::PrivCapability,
             &name,
             format!("{name}: {why}; {how}; {scope}"),
         );
@@ -392,7 +393,7 @@ pub fn evaluate(
     match p.seccomp {
         Some(0) => out.push(seccomp_sev(
             Finding::new(
-                "priv.seccomp-disabled",
+                Code::PrivSeccompDisabled,
                 "seccomp",
                 format!("seccomp is disabled: every system call reaches {}", b.kernel()),
             )
@@ -401,7 +402,7 @@ pub fn evaluate(
         )),
         None => out.push(seccomp_sev(
             Finding::new(
-                "priv.seccomp-disabled",
+                Code::PrivSeccompDisabled,
                 "seccomp",
                 format!(
                     "/proc/self/status has no Seccomp line: the kernel has no seccomp, and every system call reaches {}",
@@ -417,7 +418,7 @@ pub fn evaluate(
     if p.no_new_privs != Some(true) {
         out.push(
             Finding::new(
-                "priv.no-new-privs-unset",
+                Code::PrivNoNewPrivsUnset,
                 "no_new_privs",
                 "no_new_privs is not set: setuid and file-capability binaries can raise privilege",
             )
@@ -429,7 +430,7 @@ pub fn evaluate(
     match &p.lsm_label {
         None if lsm_missing => out.push(
             Finding::new(
-                "priv.no-lsm",
+                Code::PrivNoLsm,
                 "lsm",
                 "no AppArmor or SELinux label confines this process",
             )
@@ -437,7 +438,7 @@ pub fn evaluate(
         ),
         Some(l) if lsm_unconfined(l) => out.push(
             Finding::new(
-                "priv.no-lsm",
+                Code::PrivNoLsm,
                 "lsm",
                 format!("the LSM label '{l}' does not confine this process"),
             )
@@ -455,7 +456,7 @@ pub fn evaluate(
         if b.own_kernel() {
             out.push(
                 Finding::new(
-                    "priv.root-in-sandbox",
+                    Code::PrivRootInSandbox,
                     "uid 0",
                     format!(
                         "running as uid 0 with uid 0 mapped to uid 0 in a {}: root here is root of {}; reaching the host takes an escape from it first",
@@ -474,7 +475,7 @@ pub fn evaluate(
                 "running as uid 0 with uid 0 mapped to host uid 0: root here is root on the host"
             };
             out.push(
-                Finding::new("priv.root-without-userns", "uid 0", msg)
+                Finding::new(Code::PrivRootWithoutUserns, "uid 0", msg)
                     .with("uid", p.uid.clone())
                     .with("uid_map", uid_map),
             );
@@ -503,7 +504,7 @@ pub fn evaluate(
                 false,
             )
         };
-        let f = Finding::new("priv.privileged", "container", msg);
+        let f = Finding::new(Code::PrivPrivileged, "container", msg);
         let sev = f.severity;
         out.push(
             f.severity(if lower { sev.lowered() } else { sev })

@@ -7,6 +7,7 @@
 //! .python-version, .nvmrc, devcontainer features…), lockfiles for every
 //! manifest, and the versions the tools on PATH report (src/probe/repro/tools.rs).
 
+use crate::finding::Code;
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs::FileType;
@@ -1144,7 +1145,7 @@ pub fn evaluate(f: &ReproFacts) -> Vec<Finding> {
                 refs.join("; ")
             )
         };
-        let mut fnd = Finding::new("repro.image-unpinned", "image", message)
+        let mut fnd = Finding::new(Code::ReproImageUnpinned, "image", message)
             .unknown_if(&f.workspace_unreadable)
             .with("setup_contract_found", !recipes.is_empty())
             .with(
@@ -1189,7 +1190,7 @@ pub fn evaluate(f: &ReproFacts) -> Vec<Finding> {
             ),
         };
         out.push(
-            Finding::new("repro.no-tool-pins", "toolchain", message)
+            Finding::new(Code::ReproNoToolPins, "toolchain", message)
                 .unknown_if(&f.workspace_unreadable)
                 .with("searched", PIN_FILES.to_vec())
                 .with("floating", floating)
@@ -1209,7 +1210,7 @@ pub fn evaluate(f: &ReproFacts) -> Vec<Finding> {
             .unwrap_or_default();
         out.push(
             Finding::new(
-                "repro.no-lockfile",
+                Code::ReproNoLockfile,
                 &m.path,
                 format!(
                     "{} has no lockfile{why}: expected one of {}",
@@ -1276,7 +1277,7 @@ impl UnknownIf for Finding {
 /// probe.incomplete for one part of the repro probe that could not be
 /// checked, while the probe itself finished.
 fn could_not_check(subject: String, message: String, reason: String) -> Finding {
-    Finding::new("probe.incomplete", subject, message)
+    Finding::new(Code::ProbeIncomplete, subject, message)
         .unknown()
         .with("probe", "repro")
         .with("phase", 4)

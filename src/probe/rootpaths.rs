@@ -23,6 +23,7 @@
 //! namespace where uid 0 maps to an unprivileged host uid it is one step
 //! lower, and the finding says why.
 
+use crate::finding::Code;
 use std::collections::{BTreeMap, HashSet};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -1763,7 +1764,7 @@ fn sudo_finding(
     }
     evidence(
         Finding::new(
-            "priv.sudo-limited",
+            Code::PrivSudoLimited,
             "sudo",
             format!(
                 "{}, and none of them is a way to root: {}. The rule is safe to keep while each command stays as it is: owned by root, not writable by {who} nor in a directory they can write, with no shell, interpreter, editor or pager among them and no arguments they choose",
@@ -1788,7 +1789,7 @@ pub fn evaluate(f: &RootPathFacts) -> Vec<Finding> {
     for (what, why) in &f.incomplete {
         out.push(
             Finding::new(
-                "probe.incomplete",
+                Code::ProbeIncomplete,
                 format!("rootpaths:{what}"),
                 format!("the rootpaths probe could not check {what}: {why}"),
             )
@@ -1803,7 +1804,7 @@ pub fn evaluate(f: &RootPathFacts) -> Vec<Finding> {
     }
     let (sev, root_is) = f.rank();
     let base = |subject: &str, msg: String| {
-        Finding::new("priv.passwordless-root", subject, msg)
+        Finding::new(Code::PrivPasswordlessRoot, subject, msg)
             .severity(sev)
             .with("uid", f.uid)
             .with("user", json(&f.user))
@@ -1817,7 +1818,7 @@ pub fn evaluate(f: &RootPathFacts) -> Vec<Finding> {
     } else if f.sudo.listing.as_deref() == Some("timeout") {
         out.push(
             Finding::new(
-                "probe.incomplete",
+                Code::ProbeIncomplete,
                 "rootpaths:sudo",
                 format!(
                     "`sudo -n -l` did not answer within its deadline and was killed: whether sudo asks {who} for a password is unknown"
@@ -1912,7 +1913,7 @@ pub fn evaluate(f: &RootPathFacts) -> Vec<Finding> {
             .count();
         out.push(
             Finding::new(
-                "priv.setuid-binaries",
+                Code::PrivSetuidBinaries,
                 "setuid",
                 format!(
                     "no_new_privs is not set and {setuid} setuid-root program(s) and {capped} with file capabilities are on PATH or in the bin and sbin directories{}: each can raise the privilege of {who}",

@@ -2,6 +2,7 @@
 //! and friends, and any socket found under a host mount) is connected to;
 //! HTTP engines are asked a read-only GET /_ping and GET /version.
 
+use crate::finding::Code;
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::fs::FileType;
@@ -772,7 +773,7 @@ pub fn evaluate(f: &SocketFacts) -> Vec<Finding> {
                     "accepted a connection (gRPC API, not queried)".to_string()
                 };
                 out.push(ev(Finding::new(
-                    "engine.socket-reachable",
+                    Code::EngineSocketReachable,
                     &s.path,
                     format!(
                         "the {} socket {} {what}: this workspace can drive the engine",
@@ -792,7 +793,7 @@ pub fn evaluate(f: &SocketFacts) -> Vec<Finding> {
                     _ => "connecting to it failed",
                 };
                 let mut f = ev(Finding::new(
-                    "engine.socket-present",
+                    Code::EngineSocketPresent,
                     &s.path,
                     format!("the {} socket {} is present; {why}", s.engine, s.path),
                 ));
@@ -808,7 +809,7 @@ pub fn evaluate(f: &SocketFacts) -> Vec<Finding> {
     for (var, url) in &f.tcp_endpoints {
         out.push(
             Finding::new(
-                "engine.tcp-endpoint",
+                Code::EngineTcpEndpoint,
                 url,
                 format!("{var} points engine clients at {url}"),
             )
@@ -822,7 +823,7 @@ pub fn evaluate(f: &SocketFacts) -> Vec<Finding> {
         let shown: Vec<&str> = f.not_reached.iter().take(10).map(String::as_str).collect();
         out.push(
             Finding::new(
-                "probe.incomplete",
+                Code::ProbeIncomplete,
                 "sockets:not-reached",
                 format!(
                     "the probe's deadline came before {n} socket(s) or place(s) were looked at: {}{}; the sockets found before are reported",
@@ -838,7 +839,7 @@ pub fn evaluate(f: &SocketFacts) -> Vec<Finding> {
     for mp in &f.walk_truncated {
         out.push(
             Finding::new(
-                "probe.incomplete",
+                Code::ProbeIncomplete,
                 format!("sockets:{mp}"),
                 format!("the search for sockets under the host mount {mp} hit its budget; sockets deeper in it were not examined"),
             )

@@ -2,6 +2,7 @@
 //! clearly named canary in each writable persistent location; a later run in
 //! a fresh workspace that finds one has proof that state leaked across runs.
 
+use crate::finding::Code;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -237,7 +238,7 @@ fn search(host: &Host, d: &Path, max: usize, f: &mut TeardownFacts) {
 }
 
 /// A finding on a path, which its evidence names too.
-fn at_path(code: &str, path: &str, msg: String) -> Finding {
+fn at_path(code: Code, path: &str, msg: String) -> Finding {
     Finding::new(code, path, msg).with("path", path)
 }
 
@@ -250,7 +251,7 @@ pub fn evaluate(f: &TeardownFacts, run_id: &str) -> Vec<Finding> {
     for d in &f.truncated {
         out.push(
             Finding::new(
-                "probe.incomplete",
+                Code::ProbeIncomplete,
                 format!("teardown:{d}"),
                 format!("{d} has more than {MAX_ENTRIES} entries at its top; canaries beyond those were not looked for"),
             )
@@ -264,7 +265,7 @@ pub fn evaluate(f: &TeardownFacts, run_id: &str) -> Vec<Finding> {
         let what = format!("{} ({} {})", l.path, l.class, l.host_path);
         out.push(
             at_path(
-                "teardown.persistent-writable",
+                Code::TeardownPersistentWritable,
                 &l.path,
                 format!("{what} is writable and outlives the workspace"),
             )
@@ -278,7 +279,7 @@ pub fn evaluate(f: &TeardownFacts, run_id: &str) -> Vec<Finding> {
 /// teardown.canary-survived for a canary of another run, or for a file
 /// named like one that could not be read as one; None for this run's own.
 fn survived(found: &Found, run_id: &str) -> Option<Finding> {
-    let code = "teardown.canary-survived";
+    let code = Code::TeardownCanarySurvived;
     let Some(c) = &found.canary else {
         let msg = format!(
             "{} is named like a selfprobe canary but could not be read as one",

@@ -3,6 +3,7 @@
 //! written. Only `--write-test` creates (and at once removes) a uniquely
 //! named file, to prove that a host path really takes writes.
 
+use crate::finding::Code;
 use std::fs::OpenOptions;
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
@@ -259,7 +260,7 @@ pub fn evaluate(f: &WritableFacts, b: &Boundary) -> Vec<Finding> {
             continue;
         }
         let mut fnd = Finding::new(
-            "write.host-path",
+            Code::WriteHostPath,
             &p.path,
             format!(
                 "{} is a host path ({}) this process can write",
@@ -298,7 +299,7 @@ pub fn evaluate(f: &WritableFacts, b: &Boundary) -> Vec<Finding> {
         };
         out.push(
             Finding::new(
-                "write.kernel-interface",
+                Code::WriteKernelInterface,
                 &k.path,
                 format!("{} is writable: {why}{whose}", k.path),
             )
@@ -313,14 +314,14 @@ pub fn evaluate(f: &WritableFacts, b: &Boundary) -> Vec<Finding> {
         // into every later run, so it ranks higher.
         let mut fnd = if b.is_host() {
             Finding::new(
-                "write.rootfs",
+                Code::WriteRootfs,
                 "/",
                 "the machine's root filesystem is writable by this process: tools and configuration drift, and no container layer discards the changes when the task ends",
             )
             .severity(crate::finding::Severity::Medium)
         } else {
             Finding::new(
-                "write.rootfs",
+                Code::WriteRootfs,
                 "/",
                 format!(
                     "the {}'s root filesystem is writable: tools and configuration can drift during the run",

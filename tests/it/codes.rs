@@ -1,6 +1,10 @@
 //! Finding codes are a stable API (SARIF ruleId, policy keys, docs): every
-//! code the source names must be one probes/codes.toml defines, so a typo
-//! fails here instead of shipping as an unknown code.
+//! code the source names must be one probes/codes.toml defines. A finding
+//! is made from a `Code` (generated from the catalog by build.rs), so an
+//! unknown one there does not compile (the compile_fail doctest in
+//! src/finding.rs); this scan covers the codes still written as strings
+//! (a finding's code compared, matched or named in a message), so a typo
+//! there fails here instead of shipping as a comparison that never holds.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -209,7 +213,7 @@ fn every_code_the_source_names_is_in_the_catalog() {
             }
         }
     }
-    assert!(named > 50, "the scan found only {named} code literals");
+    assert!(named > 10, "the scan found only {named} code literals");
     assert!(
         unknown.is_empty(),
         "codes not in probes/codes.toml:\n{}",

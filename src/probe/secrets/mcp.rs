@@ -10,6 +10,7 @@
 //! a server the policy's `[mcp] approved` does not name is
 //! mcp.unapproved-server. Servers are never started or contacted.
 
+use crate::finding::Code;
 use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -642,7 +643,7 @@ pub fn evaluate(f: &McpFacts, policy: &Policy) -> Vec<Finding> {
                 _ => (None, "it is not in the policy's [mcp] approved list"),
             };
             let mut fnd = Finding::new(
-                "mcp.unapproved-server",
+                Code::McpUnapprovedServer,
                 &subject,
                 format!(
                     "{} configures the MCP server {} ({}, {}){scope}{}{vars}: {why}",
@@ -668,7 +669,7 @@ pub fn evaluate(f: &McpFacts, policy: &Policy) -> Vec<Finding> {
                 .collect();
             out.push(
                 Finding::new(
-                    "mcp.secret-in-config",
+                    Code::McpSecretInConfig,
                     &subject,
                     format!(
                         "{} gives the MCP server {} a literal secret in {}: anyone who can read the file has it, and it lives as long as the file; the value is not shown",

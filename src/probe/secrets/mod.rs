@@ -22,6 +22,7 @@ pub mod rules;
 pub mod structured;
 pub mod tokens;
 
+use crate::finding::Code;
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -688,7 +689,7 @@ fn env_findings(f: &SecretFacts) -> Vec<Finding> {
     for e in &f.env {
         out.push(with_all(
             Finding::new(
-                "secret.env",
+                Code::SecretEnv,
                 &e.name,
                 format!(
                     "the variable {} looks like a secret (kind {}, {}){}; its value is not shown",
@@ -714,7 +715,7 @@ fn process_findings(f: &SecretFacts) -> Vec<Finding> {
         let names: Vec<&str> = p.variables.iter().map(|v| v.name.as_str()).collect();
         out.push(
             Finding::new(
-                "secret.process-env",
+                Code::SecretProcessEnv,
                 format!("pid {}", p.pid),
                 format!(
                     "process {} ({}, uid {}) has a readable environment with {} secret-looking variable(s): {}",
@@ -748,7 +749,7 @@ fn cmdline_findings(f: &SecretFacts) -> Vec<Finding> {
             .collect();
         out.push(
             Finding::new(
-                "secret.process-cmdline",
+                Code::SecretProcessCmdline,
                 format!("pid {}", p.pid),
                 format!(
                     "process {} ({}, uid {}) has {} secret-looking command-line argument(s): {}; every process of this PID namespace can read /proc/{}/cmdline; the values are not shown",
@@ -824,7 +825,7 @@ fn file_findings(f: &SecretFacts, now: SystemTime) -> Vec<Finding> {
         };
         let mut fnd = with_all(
             Finding::new(
-                "secret.file",
+                Code::SecretFile,
                 &c.path,
                 format!(
                     "{}: {what}, owner {} mode {}, {access}, {}{expiry}{refresh}",
@@ -856,7 +857,7 @@ fn agent_findings(f: &SecretFacts) -> Vec<Finding> {
             out.push(
                 with_all(
                     Finding::new(
-                        "secret.agent-socket",
+                        Code::SecretAgentSocket,
                         &a.path,
                         format!(
                             "the agent socket {} ({}) accepted a connection but gave no agent answer in time: whether it offers keys is unknown",
@@ -902,7 +903,7 @@ fn agent_findings(f: &SecretFacts) -> Vec<Finding> {
                 format!("the {proto} agent at {} ({}) answered but did not list its keys", a.path, a.origin),
             ),
         };
-        let fnd = with_all(Finding::new("secret.agent-socket", &a.path, msg), json(a));
+        let fnd = with_all(Finding::new(Code::SecretAgentSocket, &a.path, msg), json(a));
         out.push(graded(fnd, sev));
     }
     out
@@ -958,7 +959,7 @@ fn helper_findings(f: &SecretFacts) -> Vec<Finding> {
             msg.push_str("; its command line itself holds a secret-looking value");
         }
         let fnd = with_all(
-            Finding::new("secret.credential-helper", &h.subject, msg),
+            Finding::new(Code::SecretCredentialHelper, &h.subject, msg),
             json(h),
         );
         out.push(graded(fnd, sev));
@@ -1011,7 +1012,7 @@ fn token_findings(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Find
         match t.exp {
             None => out.push(
                 base(Finding::new(
-                    "secret.token-long-lived",
+                    Code::SecretTokenLongLived,
                     &t.source,
                     format!(
                         "{}: {} {} token{scope} with no expiry claim{}: it is valid until revoked{}",
@@ -1026,7 +1027,7 @@ fn token_findings(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Find
             ),
             Some(e) if e <= now_s => out.push(
                 base(Finding::new(
-                    "secret.token-expired",
+                    Code::SecretTokenExpired,
                     &t.source,
                     format!(
                         "{}: {} {} token{scope} that expired {} ago{}",
@@ -1041,7 +1042,7 @@ fn token_findings(f: &SecretFacts, policy: &Policy, now: SystemTime) -> Vec<Find
             ),
             Some(e) if e.saturating_sub(now_s) > max_s => out.push(
                 base(Finding::new(
-                    "secret.token-long-lived",
+                    Code::SecretTokenLongLived,
                     &t.source,
                     format!(
                         "{}: {} {} token{scope} valid for another {}, longer than max_token_ttl {} ({}){}",
@@ -1099,7 +1100,7 @@ fn history_findings(f: &SecretFacts) -> Vec<Finding> {
             }
         ));
         let fnd = with_all(
-            Finding::new("artifact.shell-history", &h.path, msg),
+            Finding::new(Code::ArtifactShellHistory, &h.path, msg),
             json(h),
         );
         out.push(graded(fnd, sev));
@@ -1111,7 +1112,7 @@ fn history_findings(f: &SecretFacts) -> Vec<Finding> {
 fn incomplete_findings(f: &SecretFacts) -> Vec<Finding> {
     let mut out = Vec::new();
     let incomplete = |subject: String, msg: String| {
-        Finding::new("probe.incomplete", subject, msg)
+        Finding::new(Code::ProbeIncomplete, subject, msg)
             .unknown()
             .with("probe", "secrets")
     };

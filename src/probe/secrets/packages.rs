@@ -12,6 +12,7 @@
 //! by the name of the file found in it: `keycert.pem` in a home's own
 //! directory is still a credential.
 
+use crate::finding::Code;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -228,7 +229,7 @@ pub fn evaluate(trees: &[PackageTree]) -> Vec<Finding> {
                 t.tokens
             ));
         }
-        let mut f = Finding::new("secret.package-data", &t.path, msg)
+        let mut f = Finding::new(Code::SecretPackageData, &t.path, msg)
             .with("tree", t.path.clone())
             .with("kind", t.kind.clone())
             .with("manager", t.manager.clone())

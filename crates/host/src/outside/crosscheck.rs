@@ -27,6 +27,7 @@ use serde_json::{json, Value};
 use super::engine::Engine;
 use super::record::{MountKind, Record};
 use selfprobe::catalog;
+use selfprobe::finding::Code;
 use selfprobe::finding::{Finding, Severity};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -298,7 +299,7 @@ impl Cmp<'_> {
     fn disagree(
         &mut self,
         fact: &str,
-        code: &str,
+        code: Code,
         subject: &str,
         narrower: bool,
         inside: Value,
@@ -349,7 +350,7 @@ impl Cmp<'_> {
     fn absent(&mut self, fact: &str, engine: Value, what: &str) {
         self.disagree(
             fact,
-            "disagree.fact-missing",
+            Code::DisagreeFactMissing,
             fact,
             true,
             Value::Null,
@@ -440,7 +441,7 @@ fn arguments(c: &mut Cmp, r: &Report, asked: &Asked) {
     let Some(seen) = seen else {
         c.disagree(
             "run",
-            "disagree.run-arguments",
+            Code::DisagreeRunArguments,
             "run",
             true,
             r.0.get("run").cloned().unwrap_or(Value::Null),
@@ -461,7 +462,7 @@ fn arguments(c: &mut Cmp, r: &Report, asked: &Asked) {
             );
                 c.disagree(
                     fact,
-                    "disagree.run-arguments",
+                    Code::DisagreeRunArguments,
                     fact,
                     true,
                     inside,
@@ -552,7 +553,7 @@ fn privileged(c: &mut Cmp, r: &Report, sandbox: bool) {
         };
         c.disagree(
             "privileged",
-            "disagree.privileged",
+            Code::DisagreePrivileged,
             "privileged",
             engine,
             json!(inside),
@@ -644,7 +645,7 @@ fn capabilities(c: &mut Cmp, r: &Report) {
         }
         c.disagree(
             &fact,
-            "disagree.capabilities",
+            Code::DisagreeCapabilities,
             &fact,
             narrower,
             json!({"set": inside, "missing": missing, "extra": extra}),
@@ -711,7 +712,7 @@ fn seccomp(c: &mut Cmp, r: &Report) {
     } else if inside_filtered {
         c.disagree(
             "seccomp",
-            "disagree.seccomp",
+            Code::DisagreeSeccomp,
             "seccomp",
             true,
             inside,
@@ -723,7 +724,7 @@ fn seccomp(c: &mut Cmp, r: &Report) {
     } else {
         c.disagree(
             "seccomp",
-            "disagree.seccomp",
+            Code::DisagreeSeccomp,
             "seccomp",
             false,
             inside,
@@ -771,15 +772,15 @@ fn lsm(c: &mut Cmp, r: &Report, sandbox: bool) {
         (None, Some(g)) => {
             let msg =
                 format!("the report is confined by {g}, the engine's record applies no LSM label");
-            c.disagree("lsm", "disagree.lsm", "lsm", true, inside, engine, msg)
+            c.disagree("lsm", Code::DisagreeLsm, "lsm", true, inside, engine, msg)
         }
         (Some(w), None) => {
             let msg = format!("the engine's record applies {w}, the report has no LSM label");
-            c.disagree("lsm", "disagree.lsm", "lsm", false, inside, engine, msg)
+            c.disagree("lsm", Code::DisagreeLsm, "lsm", false, inside, engine, msg)
         }
         (Some(w), Some(g)) => {
             let msg = format!("the engine's record applies {w}, the report is confined by {g}");
-            c.disagree("lsm", "disagree.lsm", "lsm", false, inside, engine, msg)
+            c.disagree("lsm", Code::DisagreeLsm, "lsm", false, inside, engine, msg)
         }
     }
 }
@@ -789,7 +790,7 @@ fn lsm(c: &mut Cmp, r: &Report, sandbox: bool) {
 /// the messages for each answer.
 struct Flag {
     fact: &'static str,
-    code: &'static str,
+    code: Code,
     subject: &'static str,
     /// Where the report keeps its side: the inventory section, the probe
     /// that fills it, and the bool's key in it.
@@ -807,7 +808,7 @@ struct Flag {
 
 const NO_NEW_PRIVS: Flag = Flag {
     fact: "no_new_privileges",
-    code: "disagree.no-new-privs",
+    code: Code::DisagreeNoNewPrivs,
     subject: "no_new_privileges",
     section: "privilege",
     probe: "privilege",
@@ -820,7 +821,7 @@ const NO_NEW_PRIVS: Flag = Flag {
 
 const READ_ONLY_ROOT: Flag = Flag {
     fact: "read_only_root",
-    code: "disagree.read-only-root",
+    code: Code::DisagreeReadOnlyRoot,
     subject: "/",
     section: "writable",
     probe: "writable",
@@ -924,7 +925,7 @@ fn namespaces(c: &mut Cmp, r: &Report, sandbox: bool) {
         if inventory_host && !finding {
             c.disagree(
                 &fact,
-                "disagree.namespace",
+                Code::DisagreeNamespace,
                 ns,
                 true,
                 json!({"host": true, "inode": ino, "finding": null}),
@@ -946,7 +947,7 @@ fn namespaces(c: &mut Cmp, r: &Report, sandbox: bool) {
             };
             c.disagree(
                 &fact,
-                "disagree.namespace",
+                Code::DisagreeNamespace,
                 ns,
                 engine_host,
                 inside,
@@ -996,7 +997,7 @@ fn rootless(c: &mut Cmp, r: &Report, sandbox: bool) {
         };
         c.disagree(
             "rootless",
-            "disagree.rootless",
+            Code::DisagreeRootless,
             "rootless",
             got,
             inside.clone(),
@@ -1040,7 +1041,7 @@ fn rootless(c: &mut Cmp, r: &Report, sandbox: bool) {
             };
             c.disagree(
                 "namespace.user",
-                "disagree.namespace",
+                Code::DisagreeNamespace,
                 "user",
                 !inside_host,
                 ns_inside,
@@ -1107,7 +1108,7 @@ fn devices(c: &mut Cmp, r: &Report, sandbox: bool) {
     }
     c.disagree(
         "devices",
-        "disagree.devices",
+        Code::DisagreeDevices,
         "devices",
         !missing.is_empty(),
         inside,
@@ -1154,7 +1155,7 @@ fn user(c: &mut Cmp, r: &Report) {
     );
     c.disagree(
         "user",
-        "disagree.user",
+        Code::DisagreeUser,
         "user",
         narrower,
         inside,
@@ -1219,7 +1220,7 @@ fn runtime_kind(c: &mut Cmp, r: &Report, runtime: &str) {
     );
     c.disagree(
         "runtime",
-        "disagree.runtime",
+        Code::DisagreeRuntime,
         "runtime",
         narrower,
         inside,
@@ -1320,7 +1321,7 @@ fn mounts(c: &mut Cmp, r: &Report, sandbox: bool) {
         else {
             c.disagree(
                 &fact,
-                "disagree.mount",
+                Code::DisagreeMount,
                 &m.destination,
                 true,
                 Value::Null,
@@ -1423,7 +1424,7 @@ fn mounts(c: &mut Cmp, r: &Report, sandbox: bool) {
             narrower.extend(wider);
             c.disagree(
                 &fact,
-                "disagree.mount",
+                Code::DisagreeMount,
                 &m.destination,
                 is_narrower,
                 inside,
@@ -1465,7 +1466,7 @@ fn mounts(c: &mut Cmp, r: &Report, sandbox: bool) {
             let inside = json!({"class": class, "root": im.get("root"), "mount_point": mp});
             c.disagree(
                 &fact,
-                "disagree.mount",
+                Code::DisagreeMount,
                 &mp,
                 false,
                 inside,
@@ -1566,7 +1567,7 @@ fn sockets(c: &mut Cmp, r: &Report) {
             };
             c.disagree(
                 &fact,
-                "disagree.engine-socket",
+                Code::DisagreeEngineSocket,
                 &m.destination,
                 true,
                 inside,
@@ -1585,7 +1586,7 @@ fn sockets(c: &mut Cmp, r: &Report) {
             let fact = format!("engine_socket:{s}");
             c.disagree(
                 &fact,
-                "disagree.engine-socket",
+                Code::DisagreeEngineSocket,
                 s,
                 false,
                 json!({"engine_socket": true, "path": s}),

@@ -9,6 +9,7 @@
 //! the container's `--timeout`, and a container that hangs, floods, lies or
 //! dies mid-run is "not probed" with the reason while the others go on.
 
+use selfprobe::finding::Code;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -1369,7 +1370,7 @@ fn outside_findings(rec: &Record, c: &mut ContainerResult) {
     };
     if rec.memory_limit.is_none() {
         c.findings.push(base(Finding::new(
-            "outside.memory-unlimited",
+            Code::OutsideMemoryUnlimited,
             "memory",
             format!(
                 "{}: the engine gives the container no memory limit (HostConfig.Memory 0)",
@@ -1379,7 +1380,7 @@ fn outside_findings(rec: &Record, c: &mut ContainerResult) {
     }
     if rec.pids_limit.is_none() {
         c.findings.push(base(Finding::new(
-            "outside.pids-unlimited",
+            Code::OutsidePidsUnlimited,
             "pids",
             format!("{}: the engine gives the container no PIDs limit", rec.name),
         )));

@@ -11,6 +11,7 @@
 //! (O_NOFOLLOW), at most 64 KiB, and on a worker the deadline can leave
 //! behind if the volume's filesystem hangs.
 
+use selfprobe::finding::Code;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -338,7 +339,7 @@ pub fn teardown_on(
         match &exists {
             Ok(Some(state)) => t.findings.push(base(
                 Finding::new(
-                    "teardown.container-remains",
+                    Code::TeardownContainerRemains,
                     c.name.clone(),
                     format!("{}: the container still exists ({state})", c.name),
                 )
@@ -347,7 +348,7 @@ pub fn teardown_on(
             Ok(None) => {}
             Err(e) => t.findings.push(base(
                 Finding::new(
-                    "teardown.unchecked",
+                    Code::TeardownUnchecked,
                     c.name.clone(),
                     format!("{}: whether the container remains is unknown: {e}", c.name),
                 )
@@ -370,7 +371,7 @@ pub fn teardown_on(
                 Ok(None) => v.remains = Some(false),
                 Err(e) => t.findings.push(base(
                     Finding::new(
-                        "teardown.unchecked",
+                        Code::TeardownUnchecked,
                         name.clone(),
                         format!("{}: whether volume {name} remains is unknown: {e}", c.name),
                     )
@@ -398,7 +399,7 @@ pub fn teardown_on(
                                 .map(|p| p.display().to_string())
                                 .unwrap_or_default();
                             t.findings.push(base(Finding::new(
-                                "policy.retain-invalid",
+                                Code::PolicyRetainInvalid,
                                 format!("{file}:{}", r.line),
                                 format!("the [[retain]] entry for {} at {file}:{} is not applied: {problem}", r.volume, r.line),
                             ).with("volume", name.clone()).with("problem", problem)));
@@ -408,7 +409,7 @@ pub fn teardown_on(
                 if v.retained.is_none() {
                     t.findings.push(base(
                         Finding::new(
-                            "teardown.volume-remains",
+                            Code::TeardownVolumeRemains,
                             name.clone(),
                             format!(
                                 "{}: the {} volume {name} remains and no [[retain]] entry owns it",
@@ -446,7 +447,7 @@ pub fn teardown_on(
                             k.signature = Some(sig);
                             if v.retained.is_none() {
                                 t.findings.push(base(Finding::new(
-                                    "teardown.canary-found",
+                                    Code::TeardownCanaryFound,
                                     path.clone(),
                                     format!("{}: the canary of run {run} planted at {path} survives in volume {}", c.name, v.name),
                                 ).with("canary_run_id", run.clone()).with("volume", v.name.clone())
@@ -456,7 +457,7 @@ pub fn teardown_on(
                         }
                         Err(e) => t.findings.push(base(
                             Finding::new(
-                                "teardown.unchecked",
+                                Code::TeardownUnchecked,
                                 path.clone(),
                                 format!(
                                     "{}: the canary {path} could not be looked for: {e}",

@@ -908,7 +908,15 @@ fn systemd_units_verify() {
     let verify_system = |unit: &Path| {
         let script = "mount -t tmpfs selfprobe-test /usr/local/bin && cp \"$1\" /usr/local/bin/selfprobe-host && exec systemd-analyze verify \"$2\"";
         let o = Command::new("unshare")
-            .args(["--mount", "--propagation", "private", "sh", "-c", script, "sh"])
+            .args([
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                script,
+                "sh",
+            ])
             .arg(host)
             .arg(unit)
             .output()
@@ -963,6 +971,9 @@ fn systemd_units_verify() {
         } else {
             verify_system(&bad)
         };
-        assert!(said.contains("BogusKey"), "a bogus key went unreported:\n{said}");
+        assert!(
+            said.contains("BogusKey"),
+            "a bogus key went unreported:\n{said}"
+        );
     }
 }

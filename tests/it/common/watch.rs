@@ -119,6 +119,23 @@ impl Target<'_> {
         out.stdout.lines().map(str::to_string).collect()
     }
 
+    /// `diff` of each, four at a time: (name, lines).
+    pub fn diff_all(&self, names: &[String]) -> Vec<(String, Vec<String>)> {
+        let out: Mutex<Vec<(String, Vec<String>)>> = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for chunk in names.chunks(names.len().div_ceil(4).max(1)) {
+                let out = &out;
+                s.spawn(move || {
+                    for n in chunk {
+                        let d = self.diff(n);
+                        out.lock().unwrap().push((n.clone(), d));
+                    }
+                });
+            }
+        });
+        out.into_inner().unwrap()
+    }
+
     /// (container id, action) of every container event since `t0`.
     pub fn events_since(&self, t0: SystemTime) -> Vec<(String, String)> {
         let secs = t0

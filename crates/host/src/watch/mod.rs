@@ -429,6 +429,7 @@ pub fn run(opts: Options, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<(), Wat
         fleet_tx,
         last_retention: Instant::now(),
         unreadable_said: None,
+        save_failed: None,
         tx: tx.clone(),
     };
     drop(tx);
@@ -501,7 +502,17 @@ fn make_private_dir(dir: &Path) -> Result<(), WatchError> {
 }
 
 fn prepare_dir(dir: &Path) -> Result<(), WatchError> {
-    make_private_dir(dir)
+    use std::os::unix::fs::MetadataExt;
+    make_private_dir(dir)?;
+    // Others who can write here could put files where the watch reads its
+    // state and inspections: said, as the out-dir is the user's to choose.
+    if std::fs::metadata(dir).is_ok_and(|m| m.mode() & 0o022 != 0) {
+        log(&format!(
+            "{} is writable by others than its owner: chmod go-w it (the watch makes it 0700)",
+            dir.display()
+        ));
+    }
+    Ok(())
 }
 
 /// One watch per out-dir: an exclusive lock on DIR/watch.lock, held for
@@ -867,6 +878,7 @@ struct Watch {
     fleet_tx: Sender<fleet::Update>,
     last_retention: Instant,
     unreadable_said: Option<Instant>,
+    save_failed: Option<Instant>,
     tx: Sender<Msg>,
 }
 
@@ -926,8 +938,22 @@ impl Watch {
             return;
         }
         match self.st.save(&self.out) {
-            Ok(()) => self.dirty = false,
-            Err(e) => log(&e),
+            Ok(()) => {
+                self.dirty = false;
+                self.save_failed = None;
+            }
+            // Said once a minute while it lasts (a full disk), not at every
+            // turn of the loop; the state in memory stays right and is
+            // written when it can be.
+            Err(e) => {
+                if self
+                    .save_failed
+                    .is_none_or(|t| t.elapsed() >= Duration::from_secs(60))
+                {
+                    log(&e);
+                    self.save_failed = Some(Instant::now());
+                }
+            }
         }
     }
 
@@ -1698,6 +1724,7 @@ mod tests {
             fleet_tx,
             last_retention: Instant::now(),
             unreadable_said: None,
+            save_failed: None,
             tx,
         };
         w.retention();

@@ -1017,3 +1017,133 @@ fn systemd_units_verify() {
         );
     }
 }
+
+/// Usage errors before any engine is asked: each exits 2 with what was
+/// wrong; an engine CLI that is not on PATH exits 3; nothing is written
+/// where the watch refused to work.
+#[test]
+fn watch_refuses_what_it_cannot_use() {
+    let host = shipped::host_bin();
+    let tmp = TempPath::dir("watchuse").unwrap();
+    let run = |args: &[&str], path: Option<&str>| {
+        let mut c = Command::new(host);
+        c.arg("watch").args(args);
+        if let Some(p) = path {
+            c.env("PATH", p);
+        }
+        let o = c.output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let out = |n: &str| tmp.path.join(n).display().to_string();
+    let cases: Vec<(Vec<String>, i32, &str)> = vec![
+        (
+            vec![
+                "--out-dir".into(),
+                out("a"),
+                "--filter".into(),
+                "name=x".into(),
+            ],
+            2,
+            "expected label=KEY or label=KEY=VALUE",
+        ),
+        (
+            vec!["--out-dir".into(), out("a"), "--jobs".into(), "0".into()],
+            2,
+            "expected 1 to 16",
+        ),
+        (
+            vec!["--out-dir".into(), out("a"), "--keep".into(), "0".into()],
+            2,
+            "--keep 0",
+        ),
+        (
+            vec![
+                "--out-dir".into(),
+                out("a"),
+                "--workspace".into(),
+                "rel".into(),
+            ],
+            2,
+            "is relative",
+        ),
+        (vec![], 2, "--out-dir"),
+    ];
+    for (args, code, said) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (c, err) = run(&args, None);
+        assert!(
+            c == Some(*code) && err.contains(said),
+            "{args:?}: exit {c:?}, want {code} and {said:?}:\n{err}"
+        );
+    }
+    assert!(
+        !tmp.path.join("a").exists(),
+        "a refused watch made its out-dir"
+    );
+    // A directory that holds something else is not taken over.
+    let foreign = tmp.path.join("foreign");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::write(foreign.join("notes.txt"), "mine\n").unwrap();
+    let (c, err) = run(&["--out-dir", &out("foreign")], None);
+    assert!(
+        c == Some(2) && err.contains("holds files but no watch.json"),
+        "{c:?} {err}"
+    );
+    let names: Vec<_> = std::fs::read_dir(&foreign)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(
+        names.iter().all(|n| n == "notes.txt" || n == "watch.lock"),
+        "{names:?}"
+    );
+    // A watch.json that is not a watch's.
+    let other = tmp.path.join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("watch.json"), "{\"schema\": \"x\"}").unwrap();
+    let (c, err) = run(&["--out-dir", &out("other")], None);
+    assert!(
+        c == Some(2) && err.contains("not a watch's state"),
+        "{c:?} {err}"
+    );
+    // A key others can read.
+    let loose = tmp.path.join("loose");
+    std::fs::create_dir(&loose).unwrap();
+    std::fs::write(
+        loose.join("watch.json"),
+        r#"{"schema": "https://selfprobe.dev/schema/watch/v1", "engine": "", "filters": [], "keyid": "", "binary_sha256": "", "cursor": null, "updated": "", "containers": {}}"#,
+    )
+    .unwrap();
+    std::fs::write(loose.join("watch.key"), "x").unwrap();
+    std::fs::set_permissions(
+        loose.join("watch.key"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let (c, err) = run(&["--out-dir", &out("loose")], None);
+    assert!(
+        c == Some(2) && err.contains("readable by its owner only"),
+        "{c:?} {err}"
+    );
+    // Another watch holds the out-dir.
+    let held = tmp.path.join("held");
+    std::fs::create_dir(&held).unwrap();
+    let f = std::fs::File::create(held.join("watch.lock")).unwrap();
+    let _lock = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).unwrap();
+    let (c, err) = run(&["--out-dir", &out("held")], None);
+    assert!(
+        c == Some(2) && err.contains("another watch is using it"),
+        "{c:?} {err}"
+    );
+    // No engine CLI at all: exit 3, with what to install.
+    let (c, err) = run(
+        &["--engine", "podman", "--out-dir", &out("noengine")],
+        Some("/nonexistent"),
+    );
+    assert!(c == Some(3) && err.contains("not on PATH"), "{c:?} {err}");
+    // The key was never shown.
+    assert!(!err.contains("PRIVATE KEY"));
+}

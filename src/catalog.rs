@@ -159,7 +159,7 @@ fn catalogs_read_as_serde_read_them() {
 }
 
 /// The walks that take the prune list: the credential search
-/// (src/probe/secrets/files.rs), the workspace walk (src/probe/repro.rs),
+/// (src/probe/secrets/files.rs), the workspace walk (src/probe/repro/mod.rs),
 /// the socket search (src/probe/sockets.rs) and the artifact walk
 /// (src/probe/artifacts.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::attest::{self, keys::KeySource, NonceError};
+use crate::attest::{self, NonceError};
 use crate::finding::{Severity, UnknownSeverity};
 use crate::host::{parse_duration, DurationError};
+use crate::keys::KeySource;
 use crate::policy::{Policy, PolicyError};
 use crate::probe::network::dial::{Dial, Redirect, RedirectError};
 use crate::probe::network::Options as NetOptions;

@@ -4,6 +4,7 @@
 pub mod attest;
 pub mod catalog;
 pub mod cli;
+pub mod commands;
 pub mod evaluate;
 pub mod facts;
 pub mod finding;

@@ -98,7 +98,7 @@ pub fn execute(cfg: Config, cleanup: Arc<Cleanup>) -> Report {
 pub fn plant(
     cfg: Config,
     cleanup: Arc<Cleanup>,
-    signer: &crate::attest::keys::Signer,
+    signer: &crate::keys::Signer,
 ) -> Result<crate::probe::teardown::PlantReport, crate::facts::unchecked::Unchecked> {
     let run_id = host::run_id();
     let host = Host::new(cfg.root.clone(), cfg.timeout);

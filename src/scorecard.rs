@@ -95,7 +95,7 @@ fn pet_container(f: &Finding) -> bool {
 /// A proxy is "some proxy control" (1) until it is seen to enforce the
 /// task's contract: net.proxy's evidence then says that every destination
 /// kept its contract and that the proxy itself refused at least one deny
-/// destination (src/probe/network.rs), and the network policy is the
+/// destination (src/probe/network/mod.rs), and the network policy is the
 /// rubric's audited allowlist, enforced by that proxy.
 fn proxy_enforces(f: &Finding) -> Option<String> {
     let ev = &f.evidence;

@@ -7,7 +7,7 @@
 use base64ct::{Base64, Encoding};
 use serde::{Deserialize, Serialize};
 
-use super::keys::Signer;
+use crate::keys::Signer;
 
 /// The in-toto payload type (DSSE envelope carrying an in-toto Statement).
 pub const PAYLOAD_TYPE: &str = "application/vnd.in-toto+json";

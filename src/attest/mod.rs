@@ -14,9 +14,6 @@
 //! - the signing key and whether it was ephemeral: predicate.signing.
 
 pub mod dsse;
-/// The keys live at the top level (src/keys.rs), so a probe that signs or
-/// checks a canary needs them without depending on the report.
-pub use crate::keys;
 pub mod sshsig;
 pub mod verify;
 
@@ -25,8 +22,8 @@ use std::fmt;
 
 use serde_json::{json, Value};
 
+use crate::keys::{self, Signer};
 use crate::model::{self, Report, SigningInfo};
-use keys::Signer;
 
 pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
 /// The predicate is the JSON report, so its type is the report's schema.

@@ -1,11 +1,11 @@
 //! OpenSSH SSHSIG (PROTOCOL.sshsig) over the exact bytes of the report file,
 //! namespace "selfprobe", SHA-512: what `ssh-keygen -Y sign -n selfprobe`
 //! makes and `ssh-keygen -Y verify -n selfprobe` checks. The format is
-//! src/keys.rs's and src/keys/openssh.rs's (the ssh-key crate did it before;
+//! src/keys/mod.rs's and src/keys/openssh.rs's (the ssh-key crate did it before;
 //! the tests check against it and against ssh-keygen).
 
-use super::keys::{self, OpensshKey, OpensshMalformed, OpensshReader, Signer, VerifyingKey};
 use super::SSHSIG_NAMESPACE;
+use crate::keys::{self, OpensshKey, OpensshMalformed, OpensshReader, Signer, VerifyingKey};
 
 /// The armored signature (`-----BEGIN SSH SIGNATURE-----`).
 pub fn sign(signer: &Signer, report_bytes: &[u8]) -> String {

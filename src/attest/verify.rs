@@ -8,11 +8,11 @@
 use serde_json::Value;
 
 use super::dsse::{self, Envelope, PAYLOAD_TYPE};
-use super::keys::{self, VerifyingKey};
 use super::sshsig::{self, SshsigError};
 use super::{
     image_subject, PREDICATE_TYPE, PREDICATE_TYPES, SSHSIG_NAMESPACE, STATEMENT_TYPE, TOOL_SUBJECT,
 };
+use crate::keys::{self, VerifyingKey};
 
 pub struct SshsigInput<'a> {
     pub sig_name: &'a str,
@@ -421,7 +421,7 @@ fn check_binary(v: &mut Verdict, p: &Value, want: Option<&str>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attest::keys::Signer;
+    use crate::keys::Signer;
     use base64ct::{Base64, Encoding};
     use serde_json::json;
 

@@ -1,5 +1,5 @@
 //! The policy file's shape, read through serde with toml's deserializer:
-//! these types are the schema, written once; src/policy.rs checks what
+//! these types are the schema, written once; src/policy/mod.rs checks what
 //! they hold and builds the Policy. Every span is toml's (`Spanned`), so
 //! each error names `file:line:column`. The probe once read this from
 //! toml's parse tree by hand to save serde's 0.1 MB (with its error
@@ -14,7 +14,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 /// A network destination as written: a string, or a table with url and
-/// timeout (src/policy.rs reads which).
+/// timeout (src/policy/mod.rs reads which).
 pub(super) type Value = Spanned<toml::Value>;
 
 #[derive(Deserialize)]

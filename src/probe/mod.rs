@@ -89,7 +89,7 @@ impl std::fmt::Display for ProbeStatus {
     }
 }
 
-pub enum Outcome<T> {
+pub enum Settled<T> {
     Done(T),
     Failed(Unchecked),
     TimedOut,
@@ -160,25 +160,25 @@ impl<T> Running<T> {
     /// Waits until the probe ends or its deadline passes. A probe that
     /// overruns is abandoned: its thread may stay blocked (a hung mount),
     /// but the run goes on and the process exits without it.
-    pub fn wait(self, records: &mut Vec<ProbeRecord>) -> Outcome<T> {
+    pub fn wait(self, records: &mut Vec<ProbeRecord>) -> Settled<T> {
         let left = self.deadline.saturating_duration_since(Instant::now());
         let (res, dur) = match self.rx.recv_timeout(left) {
             Ok((r, d)) => (Ok(r), d.as_micros()),
             Err(e) => (Err(e), self.started.elapsed().as_micros()),
         };
         let (out, status, reason) = match res {
-            Ok(Ok(Ok(v))) => (Outcome::Done(v), ProbeStatus::Ok, None),
+            Ok(Ok(Ok(v))) => (Settled::Done(v), ProbeStatus::Ok, None),
             Ok(Ok(Err(e))) => {
                 let why = e.to_string();
-                (Outcome::Failed(e), ProbeStatus::Incomplete, Some(why))
+                (Settled::Failed(e), ProbeStatus::Incomplete, Some(why))
             }
             Ok(Err(msg)) => (
-                Outcome::Panicked(msg.clone()),
+                Settled::Panicked(msg.clone()),
                 ProbeStatus::Panic,
                 Some(msg),
             ),
             Err(_) => (
-                Outcome::TimedOut,
+                Settled::TimedOut,
                 ProbeStatus::Timeout,
                 Some(format!("did not finish within {} ms", left.as_millis())),
             ),
@@ -529,15 +529,15 @@ fn settle(s: Started, facts: &mut Facts, g: &mut Gathered) {
     let r = s.running;
     let (probe, phase) = (r.name, r.phase);
     let cut = match r.wait(&mut g.records) {
-        Outcome::Done(put) => return put(facts),
-        Outcome::Failed(e) => Cut::Failed(e),
-        Outcome::TimedOut => {
+        Settled::Done(put) => return put(facts),
+        Settled::Failed(e) => Cut::Failed(e),
+        Settled::TimedOut => {
             if let Some(put) = s.kept.lock().ok().and_then(|mut k| k.take()) {
                 put(facts);
             }
             Cut::TimedOut
         }
-        Outcome::Panicked(m) => {
+        Settled::Panicked(m) => {
             g.panicked = true;
             Cut::Panicked(m)
         }
@@ -624,7 +624,7 @@ pub fn gather(ctx: Arc<Context>) -> Gathered {
         Some(r) => settle(r, &mut facts, &mut g),
         None => {
             let mut f = network::not_asked(&ctx.host, &ctx.policy);
-            if let Some(Outcome::Done(conf)) = resolver.map(|r| r.wait(&mut Vec::new())) {
+            if let Some(Settled::Done(conf)) = resolver.map(|r| r.wait(&mut Vec::new())) {
                 f.resolver = Some(conf);
             }
             facts.network = Some(f);

@@ -1,4 +1,4 @@
-//! Phase 1's findings from the mount table (src/facts/mounts.rs gathers and
+//! Phase 1's findings from the mount table (src/facts/mounts/mod.rs gathers and
 //! classifies it): host surfaces, the workspace mount, engine-managed files
 //! and what the mounts hold.
 

@@ -114,7 +114,7 @@ pub struct RootPathFacts {
     pub uid_map: Vec<String>,
     /// What root here is: host-root, user-namespace (uid 0 maps to host
     /// uid N), unmapped (no uid 0 in this namespace), unknown.
-    pub boundary: Boundary,
+    pub boundary: RootMapping,
     pub sudo: SudoFacts,
     pub doas: Vec<DoasRule>,
     pub doas_files: Vec<String>,
@@ -130,7 +130,7 @@ pub struct RootPathFacts {
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
-pub enum Boundary {
+pub enum RootMapping {
     HostRoot,
     UserNamespace {
         host_uid: u64,
@@ -265,17 +265,17 @@ fn ids(v: Option<&str>) -> Vec<u32> {
 }
 
 /// uid_map lines to the boundary they make.
-pub fn boundary(uid_map: &[(u64, u64, u64)]) -> Boundary {
+pub fn boundary(uid_map: &[(u64, u64, u64)]) -> RootMapping {
     if uid_map.is_empty() {
-        return Boundary::Unknown;
+        return RootMapping::Unknown;
     }
     match uid_map
         .iter()
         .find(|(inside, _, len)| *inside == 0 && *len > 0)
     {
-        Some((_, 0, _)) => Boundary::HostRoot,
-        Some((_, outside, _)) => Boundary::UserNamespace { host_uid: *outside },
-        None => Boundary::Unmapped,
+        Some((_, 0, _)) => RootMapping::HostRoot,
+        Some((_, outside, _)) => RootMapping::UserNamespace { host_uid: *outside },
+        None => RootMapping::Unmapped,
     }
 }
 
@@ -1648,22 +1648,22 @@ impl RootPathFacts {
     /// The severity of a path to root here, and what that root is.
     fn rank(&self) -> (Severity, String) {
         match self.boundary {
-            Boundary::HostRoot => (
+            RootMapping::HostRoot => (
                 Severity::High,
                 "root here is root on the host (uid 0 maps to host uid 0: no user namespace)"
                     .into(),
             ),
-            Boundary::UserNamespace { host_uid } => (
+            RootMapping::UserNamespace { host_uid } => (
                 Severity::Medium,
                 format!(
                     "root here is host uid {host_uid} (a user namespace, as in a rootless container): it is root over this namespace's files and mounts, not the host's"
                 ),
             ),
-            Boundary::Unmapped => (
+            RootMapping::Unmapped => (
                 Severity::Medium,
                 "uid 0 is not mapped in this user namespace".into(),
             ),
-            Boundary::Unknown => (
+            RootMapping::Unknown => (
                 Severity::High,
                 "the user namespace mapping could not be read, so this root may be the host's"
                     .into(),
@@ -2153,13 +2153,13 @@ mod tests {
 
     #[test]
     fn boundaries_and_caps() {
-        assert_eq!(boundary(&[(0, 0, 4294967295)]), Boundary::HostRoot);
+        assert_eq!(boundary(&[(0, 0, 4294967295)]), RootMapping::HostRoot);
         assert_eq!(
             boundary(&[(0, 100000, 65536)]),
-            Boundary::UserNamespace { host_uid: 100000 }
+            RootMapping::UserNamespace { host_uid: 100000 }
         );
-        assert_eq!(boundary(&[(1000, 1000, 1)]), Boundary::Unmapped);
-        assert_eq!(boundary(&[]), Boundary::Unknown);
+        assert_eq!(boundary(&[(1000, 1000, 1)]), RootMapping::Unmapped);
+        assert_eq!(boundary(&[]), RootMapping::Unknown);
         // cap_net_raw+ep, vfs_cap_data v2 (setcap writes this for ping).
         let v2 = [
             0x01, 0, 0, 0x02, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -2223,7 +2223,7 @@ mod tests {
         }
     }
 
-    fn facts(boundary: Boundary) -> RootPathFacts {
+    fn facts(boundary: RootMapping) -> RootPathFacts {
         RootPathFacts {
             uid: 1000,
             user: Some("vscode".into()),
@@ -2241,21 +2241,21 @@ mod tests {
 
     #[test]
     fn severity_follows_the_boundary() {
-        let fs = evaluate(&facts(Boundary::HostRoot));
+        let fs = evaluate(&facts(RootMapping::HostRoot));
         let f = fs
             .iter()
             .find(|f| f.code == "priv.passwordless-root")
             .unwrap();
         assert_eq!((f.subject.as_str(), f.severity), ("sudo", Severity::High));
         assert!(f.message.contains("root on the host"), "{}", f.message);
-        let fs = evaluate(&facts(Boundary::UserNamespace { host_uid: 100000 }));
+        let fs = evaluate(&facts(RootMapping::UserNamespace { host_uid: 100000 }));
         let f = fs
             .iter()
             .find(|f| f.code == "priv.passwordless-root")
             .unwrap();
         assert_eq!(f.severity, Severity::Medium);
         assert!(f.message.contains("host uid 100000"), "{}", f.message);
-        let mut root = facts(Boundary::HostRoot);
+        let mut root = facts(RootMapping::HostRoot);
         root.uid = 0;
         assert!(evaluate(&root).is_empty(), "root needs no path to root");
     }

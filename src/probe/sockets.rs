@@ -43,14 +43,14 @@ pub struct SocketProbe {
     pub api: SocketApi,
     /// catalog, env:DOCKER_HOST, host-mount:/data …
     pub origin: String,
-    pub outcome: Outcome,
+    pub outcome: SocketAnswer,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answer: Option<EngineAnswer>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Outcome {
+pub enum SocketAnswer {
     /// HTTP engine answered /_ping with 200.
     Answered,
     /// gRPC socket accepted a connection.
@@ -325,7 +325,7 @@ fn probe_all(host: &Host, cands: Vec<Candidate>, deadline: Instant, facts: &mut 
                 engine: c.engine,
                 api: c.api,
                 origin: c.origin,
-                outcome: Outcome::NotSocket,
+                outcome: SocketAnswer::NotSocket,
                 answer: None,
             });
             continue;
@@ -353,7 +353,7 @@ fn probe_all(host: &Host, cands: Vec<Candidate>, deadline: Instant, facts: &mut 
         };
         let (outcome, answer) = probe_socket(&real, c.api, ping, deadline);
         let engine = match (&answer, c.engine.as_str()) {
-            (Some(a), "unknown") if outcome == Outcome::Answered => a
+            (Some(a), "unknown") if outcome == SocketAnswer::Answered => a
                 .server
                 .clone()
                 .or_else(|| a.components.first().cloned())
@@ -576,34 +576,34 @@ fn probe_socket(
     api: SocketApi,
     ping_timeout: Duration,
     deadline: Instant,
-) -> (Outcome, Option<EngineAnswer>) {
+) -> (SocketAnswer, Option<EngineAnswer>) {
     let stream = match connect_unix(path) {
         Ok(s) => s,
-        Err(Errno::ECONNREFUSED) => return (Outcome::Refused, None),
-        Err(Errno::EACCES) | Err(Errno::EPERM) => return (Outcome::Denied, None),
-        Err(Errno::EAGAIN) => return (Outcome::Busy, None),
-        Err(_) => return (Outcome::Error, None),
+        Err(Errno::ECONNREFUSED) => return (SocketAnswer::Refused, None),
+        Err(Errno::EACCES) | Err(Errno::EPERM) => return (SocketAnswer::Denied, None),
+        Err(Errno::EAGAIN) => return (SocketAnswer::Busy, None),
+        Err(_) => return (SocketAnswer::Error, None),
     };
     drop(stream);
     if api == SocketApi::Grpc {
-        return (Outcome::Accepted, None);
+        return (SocketAnswer::Accepted, None);
     }
     let mut ans = EngineAnswer::default();
     let ping = match http_get(path, "/_ping", ping_timeout, deadline) {
         Ok(r) => r,
         Err(e) => {
             ans.error = Some(e.to_string());
-            return (Outcome::NoAnswer, Some(ans));
+            return (SocketAnswer::NoAnswer, Some(ans));
         }
     };
     if !read_ping(&ping, &mut ans) {
-        return (Outcome::NotEngine, Some(ans));
+        return (SocketAnswer::NotEngine, Some(ans));
     }
     match http_get(path, "/version", VERSION_TIMEOUT, deadline) {
         Err(e) => ans.error = Some(format!("GET /version: {e}")),
         Ok(v) => read_version(&v, &mut ans),
     }
-    (Outcome::Answered, Some(ans))
+    (SocketAnswer::Answered, Some(ans))
 }
 
 /// Records what a /_ping answer says; true when it is an engine's "OK".
@@ -730,19 +730,19 @@ fn is_engine(p: &SocketProbe) -> bool {
     // Found by the places search: an engine only by what it answered (a
     // dead docker.sock left in /tmp is nobody's engine).
     if p.origin.starts_with("search:") {
-        return matches!(p.outcome, Outcome::Answered)
-            || (p.outcome == Outcome::Accepted && p.engine != "unknown");
+        return matches!(p.outcome, SocketAnswer::Answered)
+            || (p.outcome == SocketAnswer::Accepted && p.engine != "unknown");
     }
     p.origin == "catalog"
         || p.origin.starts_with("env:")
-        || p.outcome == Outcome::Answered
+        || p.outcome == SocketAnswer::Answered
         || p.engine != "unknown"
 }
 
 pub fn evaluate(f: &SocketFacts) -> Vec<Finding> {
     let mut out = Vec::new();
     for s in &f.sockets {
-        if !is_engine(s) || s.outcome == Outcome::NotSocket {
+        if !is_engine(s) || s.outcome == SocketAnswer::NotSocket {
             continue;
         }
         let ev = |fnd: Finding| {
@@ -761,8 +761,8 @@ pub fn evaluate(f: &SocketFacts) -> Vec<Finding> {
             fnd
         };
         match s.outcome {
-            Outcome::Answered | Outcome::Accepted => {
-                let what = if s.outcome == Outcome::Answered {
+            SocketAnswer::Answered | SocketAnswer::Accepted => {
+                let what = if s.outcome == SocketAnswer::Answered {
                     let v = s
                         .answer
                         .as_ref()
@@ -783,13 +783,13 @@ pub fn evaluate(f: &SocketFacts) -> Vec<Finding> {
             }
             _ => {
                 let why = match s.outcome {
-                    Outcome::Refused => "nothing accepts connections on it now",
-                    Outcome::Denied => "this user may not connect to it",
-                    Outcome::Busy => "its listener does not accept connections",
-                    Outcome::NoAnswer => {
+                    SocketAnswer::Refused => "nothing accepts connections on it now",
+                    SocketAnswer::Denied => "this user may not connect to it",
+                    SocketAnswer::Busy => "its listener does not accept connections",
+                    SocketAnswer::NoAnswer => {
                         "it accepted a connection but gave no engine answer in time"
                     }
-                    Outcome::NotEngine => "it answered, but not as a container engine",
+                    SocketAnswer::NotEngine => "it answered, but not as a container engine",
                     _ => "connecting to it failed",
                 };
                 let mut f = ev(Finding::new(
@@ -799,7 +799,7 @@ pub fn evaluate(f: &SocketFacts) -> Vec<Finding> {
                 ));
                 // Severity follows access: a socket this process may not
                 // connect to ranks below one it could use.
-                if s.outcome == Outcome::Denied {
+                if s.outcome == SocketAnswer::Denied {
                     f = f.severity(Severity::Medium).with("usable", false);
                 }
                 out.push(f);

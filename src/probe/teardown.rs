@@ -341,7 +341,7 @@ struct Job {
     body: Vec<u8>,
 }
 
-enum Outcome {
+enum Plant {
     Planted(Planted),
     Skipped(Planted),
 }
@@ -464,10 +464,10 @@ pub fn plant(
                 .access(&j.location, nix::unistd::AccessFlags::W_OK)
                 .is_err()
             {
-                return Outcome::Skipped(skip(&j.location, "not writable"));
+                return Plant::Skipped(skip(&j.location, "not writable"));
             }
             let res = write_new(&j.real, &j.body, &writer_cleanup);
-            Outcome::Planted(Planted {
+            Plant::Planted(Planted {
                 location: j.location.clone(),
                 path: res.is_ok().then(|| j.rel.to_string_lossy().into_owned()),
                 error: res.err(),
@@ -481,8 +481,8 @@ pub fn plant(
     };
     for (location, outcome) in locations.iter().zip(outcomes) {
         match outcome {
-            Some(Outcome::Planted(p)) => rep.planted.push(p),
-            Some(Outcome::Skipped(p)) => rep.skipped.push(p),
+            Some(Plant::Planted(p)) => rep.planted.push(p),
+            Some(Plant::Skipped(p)) => rep.skipped.push(p),
             None => {
                 rep.skipped.push(skip(location, why));
                 rep.incomplete = true;

@@ -7,9 +7,9 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::text::sanitize;
-use crate::attest::keys::{self, VerifyingKey};
 use crate::attest::verify::Verdict;
 use crate::attest::SSHSIG_NAMESPACE;
+use crate::keys::{self, VerifyingKey};
 
 fn s(v: &Value, ptr: &str) -> String {
     match v.pointer(ptr) {

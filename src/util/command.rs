@@ -43,7 +43,7 @@ pub enum ToolStatus {
 }
 
 #[derive(Debug)]
-pub struct Outcome {
+pub struct Ran {
     pub status: ToolStatus,
     pub output: String,
     pub exit_code: Option<i32>,
@@ -59,7 +59,7 @@ pub fn run_bounded(
     env: &[(String, String)],
     cwd: &Path,
     deadline: Instant,
-) -> Outcome {
+) -> Ran {
     run_capped(exe, args, env, cwd, deadline, OUTPUT_CAP)
 }
 
@@ -71,7 +71,7 @@ pub fn run_capped(
     cwd: &Path,
     deadline: Instant,
     cap: usize,
-) -> Outcome {
+) -> Ran {
     let c = run(&Spec {
         exe,
         args,
@@ -81,7 +81,7 @@ pub fn run_capped(
         streams: Streams::Merged { cap },
         deadline,
     });
-    Outcome {
+    Ran {
         status: c.status,
         output: String::from_utf8_lossy(&c.stdout).into_owned(),
         exit_code: c.exit_code,

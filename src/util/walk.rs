@@ -1,5 +1,5 @@
 //! The one directory walk behind the credential search
-//! (src/probe/secrets/files.rs), the workspace walk (src/probe/repro.rs),
+//! (src/probe/secrets/files.rs), the workspace walk (src/probe/repro/mod.rs),
 //! the socket search (src/probe/sockets.rs) and the artifact walk
 //! (src/probe/artifacts.rs). What they share is here:
 //!

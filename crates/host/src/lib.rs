@@ -7,7 +7,9 @@
 //! keys and signing.
 
 pub mod cli;
+pub mod commands;
 pub mod compare;
+pub mod error;
 pub mod outside;
 pub mod registry;
 pub mod report;

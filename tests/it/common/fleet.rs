@@ -13,7 +13,8 @@ use base64ct::{Base64, Encoding};
 use serde_json::{json, Value};
 
 use selfprobe::attest::dsse::{Envelope, PAYLOAD_TYPE};
-use selfprobe::attest::{keys, STATEMENT_TYPE, TEARDOWN_PREDICATE_TYPE, TOOL_SUBJECT};
+use selfprobe::attest::{STATEMENT_TYPE, TEARDOWN_PREDICATE_TYPE, TOOL_SUBJECT};
+use selfprobe::keys;
 
 use super::podman::{run_bounded, skip_or_fail, Output};
 

@@ -20,29 +20,25 @@ use serde_json::Value;
 
 pub use crate::cli::{DiffFormat, SummaryFormat};
 use selfprobe::attest::verify::{self, Inputs};
-use selfprobe::attest::{keys, TEARDOWN_PREDICATE_TYPE};
+use selfprobe::attest::TEARDOWN_PREDICATE_TYPE;
+use selfprobe::keys;
 use selfprobe::model::Exit;
 use selfprobe::policy::Policy;
 
 /// What a command prints and the code it ends with, or why it stopped.
-pub struct Outcome {
+pub struct Printed {
     pub text: String,
     pub exit: Exit,
     /// Lines for standard error that do not end the command.
     pub warnings: Vec<String>,
 }
 
-#[derive(Debug)]
-pub struct Stop {
-    pub exit: Exit,
-    pub message: String,
-}
+/// A diff or summary that could not be made: the host tool's one error
+/// (usage: exit 2; failed: exit 3).
+pub use crate::error::Error as Stop;
 
 fn usage(m: impl Into<String>) -> Stop {
-    Stop {
-        exit: Exit::Usage,
-        message: m.into(),
-    }
+    Stop::Usage(m.into())
 }
 
 /// Reads a public key file as `verify` does (`selfprobe pubkey` output,
@@ -96,12 +92,9 @@ pub fn diff_side_of(
             None,
         ),
         (input::Kind::Report, Some(_)) => {
-            return Err(Stop {
-                exit: Exit::ProbeFailed,
-                message: format!(
+            return Err(Stop::Failed(format!(
                     "{label}: {shown} is a report, not an envelope: --pubkey verifies DSSE envelopes (what --attest writes); give its envelope, or leave out --pubkey to compare the report as it is"
-                ),
-            })
+                )))
         }
         (input::Kind::Envelope, Some(k)) => {
             let v = verify::verify(&Inputs {
@@ -113,10 +106,7 @@ pub fn diff_side_of(
             });
             if !v.valid() {
                 let why: Vec<String> = v.problems.iter().map(|p| p.message.clone()).collect();
-                return Err(Stop {
-                    exit: Exit::ProbeFailed,
-                    message: format!("{label}: {shown} does not verify: {}", why.join("; ")),
-                });
+                return Err(Stop::Failed(format!("{label}: {shown} does not verify: {}", why.join("; "))));
             }
             if v.predicate_type == Some(TEARDOWN_PREDICATE_TYPE) {
                 return Err(usage(format!(
@@ -179,7 +169,7 @@ pub fn diff_command(
     pubkey: Option<&Path>,
     policy: Option<&Path>,
     format: DiffFormat,
-) -> Result<Outcome, Stop> {
+) -> Result<Printed, Stop> {
     let allow: Vec<String> = match policy {
         None => Vec::new(),
         Some(p) => {
@@ -211,7 +201,7 @@ pub fn diff_command(
         DiffFormat::Text => diff::text(&d),
         DiffFormat::Json => diff::json(&d),
     };
-    Ok(Outcome {
+    Ok(Printed {
         text,
         exit,
         warnings,
@@ -226,7 +216,7 @@ pub fn summary_command(
     binary_sha256: Option<String>,
     host_sha256: Option<String>,
     format: SummaryFormat,
-) -> Result<Outcome, Stop> {
+) -> Result<Printed, Stop> {
     let mut keys_ = Vec::new();
     for p in pubkeys {
         keys_.push((p.display().to_string(), load_key(p)?));
@@ -263,7 +253,7 @@ pub fn summary_command(
         SummaryFormat::Junit => junit::render(&fleet),
         SummaryFormat::Html => html::render(&fleet),
     };
-    Ok(Outcome {
+    Ok(Printed {
         text,
         exit: fleet.exit,
         warnings: fleet.errors.clone(),

@@ -63,7 +63,7 @@ pub struct Disagreement {
 }
 
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub struct CrossCheck {
     pub comparisons: Vec<Comparison>,
     pub disagreements: Vec<Disagreement>,
     pub findings: Vec<Finding>,
@@ -268,7 +268,7 @@ impl Report<'_> {
 
 struct Cmp<'a> {
     ctx: &'a Context<'a>,
-    out: Outcome,
+    out: CrossCheck,
 }
 
 impl Cmp<'_> {
@@ -380,11 +380,11 @@ impl Cmp<'_> {
 }
 
 /// Compares the record with the report. `report` is the probe's JSON report.
-pub fn compare(ctx: &Context, report: &Value) -> Outcome {
+pub fn compare(ctx: &Context, report: &Value) -> CrossCheck {
     let r = Report(report);
     let mut c = Cmp {
         ctx,
-        out: Outcome::default(),
+        out: CrossCheck::default(),
     };
     if let Some(asked) = ctx.asked {
         arguments(&mut c, &r, asked);
@@ -1671,7 +1671,7 @@ mod tests {
         })
     }
 
-    fn outcome(r: &Record, rep: &Value) -> Outcome {
+    fn outcome(r: &Record, rep: &Value) -> CrossCheck {
         outcome_with(r, rep, None, &BTreeMap::new())
     }
 
@@ -1680,7 +1680,7 @@ mod tests {
         rep: &Value,
         asked: Option<&Asked>,
         resolved: &BTreeMap<String, String>,
-    ) -> Outcome {
+    ) -> CrossCheck {
         let (e, caps) = (docker(), all());
         let ctx = Context {
             rec: r,
@@ -1692,7 +1692,7 @@ mod tests {
         compare(&ctx, rep)
     }
 
-    fn codes(o: &Outcome) -> Vec<(String, String, Severity)> {
+    fn codes(o: &CrossCheck) -> Vec<(String, String, Severity)> {
         o.disagreements
             .iter()
             .map(|d| (d.fact.clone(), d.code.clone(), d.severity))
@@ -1946,7 +1946,7 @@ mod tests {
         assert_eq!(m.verdict, Verdict::Agree, "{m:#?}");
     }
 
-    fn verdicts(o: &Outcome) -> Vec<(String, Verdict)> {
+    fn verdicts(o: &CrossCheck) -> Vec<(String, Verdict)> {
         o.comparisons
             .iter()
             .map(|c| (c.fact.clone(), c.verdict))

@@ -280,14 +280,9 @@ pub fn random_hex(n: usize) -> Result<String, String> {
     Ok(selfprobe::util::codec::hex(&b))
 }
 
-/// Why the inspection could not start at all.
-#[derive(Debug)]
-pub enum InspectError {
-    /// Bad options, key, policy or binary: exit 2.
-    Usage(String),
-    /// The engine, or the output directory: exit 3.
-    Failed(String),
-}
+/// Why the inspection could not start at all: bad options, key, policy
+/// or binary (usage), or the engine or the output directory (failed).
+pub use crate::error::Error as InspectError;
 
 /// The probe's binary, staged privately so the bytes hashed are the bytes
 /// copied, with a mode any container user can run.

@@ -141,13 +141,8 @@ pub const RUN_SCHEMA: &str = "https://selfprobe.dev/schema/teardown-run/v1";
 pub const PUBKEY_FILE: &str = concat!("teardown", ".pub");
 pub const JSON_FILE: &str = concat!("teardown", ".json");
 
-/// Why teardown could not start: exit 2 (usage: the directory is not an
-/// inspection, the policy is bad) or 3 (the engine does not answer).
-#[derive(Debug)]
-pub enum TeardownError {
-    Usage(String),
-    Failed(String),
-}
+/// Bad options or inspection directory (usage), or the engine (failed).
+pub use crate::error::Error as TeardownError;
 
 /// What teardown takes from an inspection of one container.
 pub struct Inspected {

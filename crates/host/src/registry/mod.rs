@@ -73,22 +73,8 @@ const MAX_REFERRERS: usize = 1000;
 /// most MAX_BLOB, and this much together (docs/registry.md).
 pub const MAX_WRITTEN: u64 = 256 << 20;
 
-/// What ended a registry command: a usage error (exit 2: a bad reference,
-/// envelope or auth file) or a step that failed (exit 3: the registry
-/// refused, did not answer, or answered nonsense).
-#[derive(Debug)]
-pub enum Error {
-    Usage(String),
-    Failed(String),
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::Usage(m) | Error::Failed(m) => f.write_str(m),
-        }
-    }
-}
+/// A bad reference or credentials (usage), or the registry (failed).
+pub use crate::error::Error;
 
 pub struct Options {
     pub reference: Reference,

@@ -99,12 +99,9 @@ pub struct Options {
     pub max_age: Duration,
 }
 
-/// Why the watch could not start or had to end: exit 2 or 3.
-#[derive(Debug)]
-pub enum WatchError {
-    Usage(String),
-    Failed(String),
-}
+/// Why the watch could not start or had to end: the host tool's one error
+/// (exit 2 for usage, 3 when the world does not answer).
+pub use crate::error::Error as WatchError;
 
 impl Options {
     /// Checks the command line: each error says what was wrong and what was
@@ -341,12 +338,7 @@ pub fn run(opts: Options, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<(), Wat
     st.filters = opts.filters.clone();
     st.keyid = signer.keyid();
     let key_for_fleet = ("watch key".to_string(), signer.verifying_key());
-    let session = Arc::new(
-        Session::open(&opts.inspect, signer, engine).map_err(|e| match e {
-            insp::InspectError::Usage(m) => Usage(m),
-            insp::InspectError::Failed(m) => Failed(m),
-        })?,
-    );
+    let session = Arc::new(Session::open(&opts.inspect, signer, engine)?);
     st.binary_sha256 = session.binary_sha256().to_string();
     let recovered = recover(&mut st, &out);
     st.save(&out).map_err(Failed)?;
@@ -823,9 +815,7 @@ fn teardown_one(
         session.signer(),
         Some(session.engine()),
     )
-    .map_err(|e| match e {
-        td::TeardownError::Usage(m) | td::TeardownError::Failed(m) => m,
-    })?;
+    .map_err(|e| e.to_string())?;
     let json = td::render_json(&t);
     let cleanup = selfprobe::host::Cleanup::default();
     selfprobe::host::write_whole(&path.join(td::JSON_FILE), json.as_bytes(), &cleanup)

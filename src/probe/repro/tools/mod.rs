@@ -27,7 +27,7 @@ use crate::facts::place;
 use crate::facts::programs::{refuse, search_path};
 use crate::host::Host;
 pub use crate::util::command::ToolStatus;
-use crate::util::command::{run_bounded, Outcome};
+use crate::util::command::{run_bounded, Ran};
 use crate::util::panics;
 
 mod versions;
@@ -191,7 +191,7 @@ pub fn observe(host: &Host, deadline: Instant) -> Vec<ToolRun> {
     // Side by side: the slowest tool, not the sum, bounds the probe. Each
     // runner answers once: its outcome, or on a panic "failed internally"
     // (src/util/panics.rs; a panicked thread never ends, so no join).
-    let (tx, rx) = mpsc::channel::<(usize, Outcome)>();
+    let (tx, rx) = mpsc::channel::<(usize, Ran)>();
     let started = to_run.len();
     for (i, exe) in to_run {
         let args: Vec<String> = pending[i].args.clone();
@@ -202,7 +202,7 @@ pub fn observe(host: &Host, deadline: Instant) -> Vec<ToolRun> {
         std::thread::spawn(move || {
             let o = panics::guard(
                 move |_| {
-                    let failed = Outcome {
+                    let failed = Ran {
                         status: ToolStatus::Error,
                         output: String::new(),
                         exit_code: None,

@@ -5,7 +5,7 @@
 //! Containerfile, compose, flake) and whether it pins the image by digest,
 //! toolchain pins (mise.toml, .tool-versions, rust-toolchain.toml,
 //! .python-version, .nvmrc, devcontainer features…), lockfiles for every
-//! manifest, and the versions the tools on PATH report (src/probe/repro/tools.rs).
+//! manifest, and the versions the tools on PATH report (src/probe/repro/tools/mod.rs).
 
 use crate::finding::Code;
 use std::collections::BTreeMap;

@@ -170,7 +170,15 @@ impl State {
                 MAX_STATE >> 20
             ));
         }
-        let st: State = serde_json::from_slice(&bytes).map_err(|e| {
+        State::parse(&path, &bytes).map(Some)
+    }
+
+    /// watch.json's bytes (read from `path`, for messages): a watch's
+    /// state, or why not. Whoever can write the out-dir wrote them: every
+    /// id must be an engine's and every inspection a directory the watch
+    /// names, as they become file names.
+    pub fn parse(path: &Path, bytes: &[u8]) -> Result<State, String> {
+        let st: State = serde_json::from_slice(bytes).map_err(|e| {
             format!(
                 "{}: not a watch's state ({e}): move it away, or use another --out-dir",
                 path.display()
@@ -205,7 +213,7 @@ impl State {
                 path.display()
             ));
         }
-        Ok(Some(st))
+        Ok(st)
     }
 
     /// Writes DIR/watch.json whole (host::write_whole).

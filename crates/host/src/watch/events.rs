@@ -231,6 +231,11 @@ pub fn parse_rfc3339_ns(s: &str) -> Option<i128> {
     };
     let days = days_from_civil(y, mo as u32, d as u32);
     let secs = days * 86_400 + h * 3600 + mi * 60 + se - offset_s;
+    // An engine's times are after 1970 and before 10000 (so that each
+    // prints back as the same four-digit year).
+    if !(0..253_402_300_800).contains(&secs) {
+        return None;
+    }
     Some(i128::from(secs) * 1_000_000_000 + frac)
 }
 
@@ -514,6 +519,8 @@ mod tests {
             "",
             "2026-13-02T12:10:29Z",
             "2026-12-02T12:10:29",
+            "1970-01-01T00:00:00+01:00",
+            "9999-12-31T23:59:59-01:00",
             "2026-12-02T12:10:29.Z",
         ] {
             assert_eq!(parse_rfc3339_ns(bad), None, "{bad}");

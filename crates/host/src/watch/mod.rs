@@ -309,6 +309,12 @@ pub fn run(opts: Options, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<(), Wat
     )?;
     let inspections = out.join(INSPECTIONS);
     make_private_dir(&inspections)?;
+    // The state first: an out-dir with the watch's key in it is the
+    // watch's own even if no engine ever answered this one.
+    if st.schema.is_empty() || !out.join(state::FILE).exists() {
+        st.keyid = signer.keyid();
+        st.save(&out).map_err(Failed)?;
+    }
     let engine = match connect(&opts, &rx)? {
         Some(e) => e,
         None => return Ok(()),
@@ -409,6 +415,7 @@ pub fn run(opts: Options, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<(), Wat
         running: 0,
         td_queue: VecDeque::new(),
         td_running: 0,
+        td_inflight: BTreeSet::new(),
         stream: None,
         stream_up: None,
         epoch: 0,
@@ -856,6 +863,8 @@ struct Watch {
     /// Teardowns waiting (not before their instant).
     td_queue: VecDeque<(Instant, String)>,
     td_running: usize,
+    /// The containers whose teardown a worker has.
+    td_inflight: BTreeSet<String>,
     stream: Option<events::Stream>,
     stream_up: Option<Instant>,
     epoch: u64,
@@ -964,9 +973,14 @@ impl Watch {
     fn connect(&mut self) {
         let engine = self.session.engine();
         let previous = self.st.cursor.as_deref().and_then(events::parse_rfc3339_ns);
-        let since = previous.map(|c| c - SINCE_MARGIN_NS);
+        // Always from a time: the stream subscribes a moment after it is
+        // started, and the engine's list below is read meanwhile; a
+        // container that starts in between is in neither unless the stream
+        // begins before both (the first time, from now).
+        let from = previous.unwrap_or_else(events::now_ns);
+        let since = Some(from - SINCE_MARGIN_NS);
         if previous.is_none() {
-            self.st.cursor = Some(events::rfc3339_ns(events::now_ns()));
+            self.st.cursor = Some(events::rfc3339_ns(from));
             self.dirty = true;
         }
         self.epoch += 1;
@@ -1157,13 +1171,31 @@ impl Watch {
                 },
             }
         }
-        let gone: Vec<String> = self
+        let mut gone: Vec<String> = self
             .st
             .containers
             .iter()
             .filter(|(id, e)| !present.contains(*id) && !e.finished())
             .map(|(id, _)| id.clone())
             .collect();
+        // Not in the list is not yet gone (the filters may have changed
+        // since it was taken on): only what the engine no longer knows is.
+        if !gone.is_empty() {
+            match self
+                .session
+                .engine()
+                .inspect(&gone, Instant::now() + CALL_TIMEOUT)
+            {
+                Ok((still, _)) => gone.retain(|id| !still.iter().any(|r| &r.id == id)),
+                Err(e) => {
+                    log(&format!(
+                        "cannot tell whether {} container(s) are gone ({e}): asked again at the next reconnection",
+                        gone.len()
+                    ));
+                    gone.clear();
+                }
+            }
+        }
         for id in gone {
             self.removed(&id, None);
         }
@@ -1316,7 +1348,8 @@ impl Watch {
             // Torn down once its inspection is written.
             Phase::Inspecting => {}
             Phase::Inspected if e.teardown.is_none() => {
-                if !self.td_queue.iter().any(|(_, q)| q == id) {
+                // Once: a removal caught up again changes nothing.
+                if !self.td_queue.iter().any(|(_, q)| q == id) && !self.td_inflight.contains(id) {
                     self.td_queue
                         .push_back((Instant::now() + TEARDOWN_GRACE, id.to_string()));
                 }
@@ -1371,8 +1404,16 @@ impl Watch {
                 .and_then(inspection_dir_name)
                 .map(str::to_string);
             if let Some(dir) = dir {
-                if self.td_tx.send(Job::Teardown { id, dir }).is_ok() {
+                if self
+                    .td_tx
+                    .send(Job::Teardown {
+                        id: id.clone(),
+                        dir,
+                    })
+                    .is_ok()
+                {
                     self.td_running += 1;
+                    self.td_inflight.insert(id);
                 }
             }
         }
@@ -1490,6 +1531,7 @@ impl Watch {
 
     fn torn_down(&mut self, id: &str, r: Result<TornDown, String>) {
         self.td_running = self.td_running.saturating_sub(1);
+        self.td_inflight.remove(id);
         let Some(e) = self.st.containers.get_mut(id) else {
             return;
         };
@@ -1702,6 +1744,7 @@ mod tests {
             running: 0,
             td_queue: VecDeque::new(),
             td_running: 0,
+            td_inflight: BTreeSet::new(),
             stream: None,
             stream_up: None,
             epoch: 0,

@@ -1147,3 +1147,70 @@ fn watch_refuses_what_it_cannot_use() {
     // The key was never shown.
     assert!(!err.contains("PRIVATE KEY"));
 }
+
+/// Retention on a real engine: with `--keep 2`, once four workspaces have
+/// ended (inspected, removed, torn down), the records of the two that
+/// ended first are gone (their inspection directories and state entries),
+/// the two newest are kept, and a container still running keeps its record
+/// whatever the count.
+#[test]
+fn watch_keeps_only_the_newest_ended_records() {
+    const T: &str = "watch_keeps_only_the_newest_ended_records";
+    let Some(img) = docker_image(T) else {
+        return;
+    };
+    let t = Target {
+        what: "docker",
+        kind: Kind::Docker,
+        rl: None,
+        docker_host: None,
+        image: img.to_string(),
+    };
+    let work = TempPath::dir("watchkeep").unwrap();
+    let mut cx = context(
+        &t,
+        shipped::host_bin().to_path_buf(),
+        &work.path,
+        work.path.join("out"),
+    );
+    let mut w = cx.watch_with(&["--keep", "2"]);
+    let ids = cx.burst("wr", 5, 0);
+    w.wait_for("five inspected", Duration::from_secs(120), |st| {
+        ids.iter().all(|id| entry(st, id)["state"] == "inspected")
+    });
+    // Ended one after the other, so "oldest" means something.
+    for id in &ids[..4] {
+        cx.remove(std::slice::from_ref(id));
+        w.wait_for("its teardown", Duration::from_secs(60), |st| {
+            entry(st, id).is_null() || !entry(st, id)["teardown"].is_null()
+        });
+    }
+    let st = w.wait_for("two ended records left", Duration::from_secs(60), |st| {
+        ids[..4]
+            .iter()
+            .filter(|id| !entry(st, id).is_null())
+            .count()
+            == 2
+    });
+    let kept: Vec<&String> = ids[..4]
+        .iter()
+        .filter(|id| !entry(&st, id).is_null())
+        .collect();
+    assert_eq!(kept, vec![&ids[2], &ids[3]], "the newest two stay");
+    assert_eq!(
+        entry(&st, &ids[4])["state"],
+        "inspected",
+        "the live one stays"
+    );
+    let dirs = cx.dirs();
+    let mut on_disk: Vec<&String> = dirs.iter().map(|(_, id)| id).collect();
+    on_disk.sort();
+    let mut want = vec![&ids[2], &ids[3], &ids[4]];
+    want.sort();
+    assert_eq!(
+        on_disk, want,
+        "the inspection directories of the kept records only"
+    );
+    w.signal(Signal::SIGTERM);
+    assert_eq!(w.wait_exit(Duration::from_secs(90)), 0);
+}

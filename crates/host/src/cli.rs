@@ -102,7 +102,7 @@ pub struct InspectArgs {
     pub containers: Vec<String>,
 }
 
-/// `selfprobe watch` (crates/host/src/watch, docs/watch.md): the options of inspect
+/// `selfprobe-host watch` (crates/host/src/watch, docs/watch.md): the options of inspect
 /// that apply per container, and the watch's own.
 #[derive(Debug, Clone, Args)]
 pub struct WatchArgs {

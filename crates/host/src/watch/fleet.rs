@@ -193,7 +193,7 @@ impl View {
         let f = self.fleet();
         let cleanup = selfprobe::host::Cleanup::default();
         let text = if f.workspaces.is_empty() {
-            "selfprobe watch: no workspace inspected yet\n".to_string()
+            "selfprobe-host watch: no workspace inspected yet\n".to_string()
         } else {
             render::text(&f)
         };

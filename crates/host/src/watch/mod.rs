@@ -222,7 +222,7 @@ enum Job {
 fn log(m: &str) {
     use std::io::Write;
     let line = format!(
-        "{} selfprobe watch: {}\n",
+        "{} selfprobe-host watch: {}\n",
         rfc3339(SystemTime::now()),
         sanitize::escape(m)
     );

@@ -15,7 +15,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -275,7 +275,7 @@ impl Stream {
         args: &[String],
         engine: EngineKind,
         epoch: u64,
-        tx: Sender<super::Msg>,
+        tx: SyncSender<super::Msg>,
     ) -> std::io::Result<Stream> {
         let mut child = Command::new(cli)
             .args(args)

@@ -31,7 +31,7 @@ pub mod state;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -81,6 +81,8 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// container, on workers of their own so they never wait behind a hanging
 /// inspection, nor inspections behind them.
 const TEARDOWN_JOBS: usize = 2;
+/// The most messages (events, results, signals) waiting for the loop.
+const MSG_QUEUE: usize = 10_000;
 /// How long the end waits for the fleet view to be written.
 const FLUSH_WAIT: Duration = Duration::from_secs(60);
 
@@ -270,7 +272,9 @@ fn ns_of(t: SystemTime) -> i128 {
 /// Runs the watch until a signal ends it.
 pub fn run(opts: Options, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<(), WatchError> {
     use WatchError::{Failed, Usage};
-    let (tx, rx) = channel::<Msg>();
+    // Bounded: a flood of events (or of anything) while the loop is busy
+    // (a slow `ps -a`) waits in the engine's CLI, not in this memory.
+    let (tx, rx) = sync_channel::<Msg>(MSG_QUEUE);
     // The signals first, while this is the only thread: blocked here (so in
     // every thread started after) and waited for on a thread of their own.
     // The engine CLIs the watch runs get an empty mask (Rust's spawn resets
@@ -459,7 +463,7 @@ pub fn run(opts: Options, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<(), Wat
 }
 
 /// Blocks SIGINT, SIGTERM and SIGHUP and sends each to the loop.
-fn signals(tx: Sender<Msg>) -> Result<(), String> {
+fn signals(tx: SyncSender<Msg>) -> Result<(), String> {
     use nix::sys::signal::{SigSet, SigmaskHow, Signal};
     let mut set = SigSet::empty();
     for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
@@ -711,7 +715,7 @@ fn missed_list(st: &State) -> Vec<fleet::Missed> {
 /// A worker: takes jobs until its channel closes.
 fn worker(
     rx: &Mutex<Receiver<Job>>,
-    tx: &Sender<Msg>,
+    tx: &SyncSender<Msg>,
     session: &Session,
     opts: &Options,
     out: &Path,
@@ -878,7 +882,7 @@ struct Watch {
     last_retention: Instant,
     unreadable_said: Option<Instant>,
     save_failed: Option<Instant>,
-    tx: Sender<Msg>,
+    tx: SyncSender<Msg>,
 }
 
 impl Watch {
@@ -1710,7 +1714,7 @@ mod tests {
         let a = add(3, Some(now - day));
         let b = add(4, Some(now - 2 * day));
         let c = add(5, Some(now - 3 * day));
-        let (tx, _rx) = channel();
+        let (tx, _rx) = sync_channel(1);
         let (job_tx, _j) = channel();
         let (td_tx, _t) = channel();
         let (fleet_tx, _f) = channel();

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Compare two directories of selfprobe JSON reports (issue 11).
 
-    compare-reports.py [--noise DIR] [--names-from-b] [--diffs N]
-                       [--strict-order] DIR_A DIR_B
+    compare-reports.py [--noise DIR] [--names-from-b] [--diffs N] [--expect FILE]
+                       [--strict-order] [--findings-by-index] DIR_A DIR_B
 
 The directories are report dumps (SELFPROBE_REPORT_DUMP, written by
 tests/it/common/dump.rs as <test>.<n>.json; bench/compare-behaviour.sh makes
@@ -116,14 +116,27 @@ PROBE RECORDS
      shifts every later index, and would make every record differ. Their
      order is still compared: the names both sides hold must come in the
      same order (a difference is reported at /probe_order).
+  F1 The report's `findings` list is compared by finding, not by index
+     (/findings/<code>@<key>/...): a finding added or gone (a new check,
+     a probe.incomplete) shifts every later index, and would make every
+     later finding differ. <key> is sha256(code NUL subject)[:12] over the
+     normalised subject (the id src/finding.rs makes, where nothing in the
+     subject is normalised); a second finding with the same code and
+     subject is <code>@<key>#2. A finding in one report only is
+     "/findings/<code>@<key>: only in A (finding CODE 'subject')". Their
+     order is still compared: the keys both sides hold must come in the
+     same order (/finding_order). --findings-by-index compares the list as
+     it is, index by index (how issues 11 and 24 were compared).
 
 "#k" numbers the distinct original values of a kind in the order they first
 occur in the document, so which values equal which is still compared: two
 temporary dirs stay two, a namespace shared with the host stays shared.
 
 --expect FILE: the differences a change makes on purpose, one per line,
-`PATH-PATTERN  # why` (a JSON path, `*` for one list index or key; blank
-lines and lines starting with # are skipped). A file that differs only at
+`PATH-PATTERN  # why` (a JSON path, `*` for one list index or key, and
+within a component for any characters but `/`: `/findings/priv.capability@*`
+is every priv.capability finding under F1; blank lines and lines starting
+with # are skipped). A file that differs only at
 expected paths is `expected`, not `differs`, and the rules it matched are
 named. Each rule that no file needed is listed at the end: an expectation
 that did not happen is worth a look too.
@@ -208,8 +221,9 @@ def finding_id(code, subject):
 
 
 class Normaliser:
-    def __init__(self, doc, checkout, target, mount_order=True):
+    def __init__(self, doc, checkout, target, mount_order=True, findings_by_key=True):
         self.mount_order = mount_order
+        self.findings_by_key = findings_by_key
         self.tokens = {}
         self.anon_major = False
         self.checkout_name = os.path.basename(checkout.rstrip("/")) if checkout else None
@@ -401,6 +415,8 @@ class Normaliser:
                     ids[fid] = "<id:" + finding_id(code, n["subject"]) + ">"
         if ids:
             out = replace_exact(out, ids)
+        if self.findings_by_key:
+            out = findings_by_key(out)
         return out
 
 
@@ -424,13 +440,40 @@ def probes_by_name(doc):
     return out
 
 
+def findings_by_key(doc):
+    """F1: the findings list as {code@key: finding} plus /finding_order."""
+    findings = doc.get("findings")
+    if not (isinstance(findings, list)
+            and all(isinstance(f, dict) and isinstance(f.get("code"), str)
+                    and isinstance(f.get("subject"), str) for f in findings)):
+        return doc
+    keyed, order, seen = {}, [], {}
+    for f in findings:
+        k = f["code"] + "@" + finding_id(f["code"], f["subject"])
+        seen[k] = seen.get(k, 0) + 1
+        if seen[k] > 1:
+            k += f"#{seen[k]}"
+        keyed[k] = f
+        order.append(k)
+    out = {}
+    for k, v in doc.items():
+        if k == "findings":
+            out["findings"] = keyed
+            out["finding_order"] = order
+        else:
+            out[k] = v
+    return out
+
+
 def common_order(na, nb):
-    """R1: /probe_order compared over the names both sides hold."""
-    oa, ob = na.get("probe_order"), nb.get("probe_order")
-    if isinstance(oa, list) and isinstance(ob, list):
-        both = set(oa) & set(ob)
-        na = dict(na, probe_order=[n for n in oa if n in both])
-        nb = dict(nb, probe_order=[n for n in ob if n in both])
+    """R1, F1: /probe_order and /finding_order compared over the names
+    both sides hold."""
+    for key in ("probe_order", "finding_order"):
+        oa, ob = na.get(key), nb.get(key)
+        if isinstance(oa, list) and isinstance(ob, list):
+            both = set(oa) & set(ob)
+            na = dict(na, **{key: [n for n in oa if n in both]})
+            nb = dict(nb, **{key: [n for n in ob if n in both]})
     return na, nb
 
 
@@ -582,6 +625,7 @@ def listing(d):
 
 
 STRICT_ORDER = False
+FINDINGS_BY_INDEX = False
 
 
 def load(d, name):
@@ -592,7 +636,7 @@ def load(d, name):
     except (ValueError, UnicodeDecodeError):
         return raw, None, False
     n = Normaliser(doc, read_meta(d, ".checkout"), read_meta(d, ".target"),
-                   mount_order=not STRICT_ORDER)
+                   mount_order=not STRICT_ORDER, findings_by_key=not FINDINGS_BY_INDEX)
     return raw, (n.document(doc), n.start), True
 
 
@@ -625,7 +669,8 @@ def test_of(name):
 
 ALL = 10**9
 WHOLE = {"/findings", "/findings/*/code", "/summary/total"}
-WHOLE_RX = re.compile(r"^/probes/[^/]+/status$")
+# (F1: a finding in one capture only, or their order.)
+WHOLE_RX = re.compile(r"^(?:/probes/[^/]+/status|/findings/[^/]+|/finding_order)$")
 
 
 def read_expect(path):
@@ -638,7 +683,7 @@ def read_expect(path):
                 continue
             if not text.startswith("/"):
                 raise ValueError(f"{path}:{n}: {text!r}: expected a JSON path starting with /")
-            rx = "^" + "/".join("[^/]+" if part == "*" else re.escape(part)
+            rx = "^" + "/".join("[^/]+" if part == "*" else re.escape(part).replace(r"\*", "[^/]*")
                                 for part in text.split("/")) + "$"
             rules.append((re.compile(rx), line.strip()))
     return rules
@@ -666,9 +711,12 @@ def main():
                     help="the differences made on purpose, a path pattern per line")
     ap.add_argument("--strict-order", action="store_true",
                     help="compare the mount-table lists in their own order (no O1)")
+    ap.add_argument("--findings-by-index", action="store_true",
+                    help="compare the findings list index by index (no F1)")
     args = ap.parse_args()
-    global STRICT_ORDER
+    global STRICT_ORDER, FINDINGS_BY_INDEX
     STRICT_ORDER = args.strict_order
+    FINDINGS_BY_INDEX = args.findings_by_index
     for d in (args.a, args.b, *args.noise):
         if d is not None and not os.path.isdir(d):
             print(f"compare-reports: {d}: not a directory", file=sys.stderr)

@@ -31,6 +31,8 @@
 #                     (repeatable; the first is compared, the others are
 #                     noise baselines)
 #   --hook REV        a hook commit to cherry-pick (repeatable)
+#   --expect FILE     the differences the change makes on purpose, for
+#                     compare-reports.py --expect (base against new only)
 #   --out DIR         where the dumps and logs go (default: a new /tmp dir;
 #                     kept at the end)
 #   --target-dir DIR  cargo's target dir for the temporary worktrees
@@ -49,7 +51,7 @@ repo=$(git -C "$here" rev-parse --show-toplevel)
 compare="$here/compare-reports.py"
 
 self_check=0 in_place=0 base_runs=2 out="" target="$repo/target"
-hooks=() base_dumps=() cargo_args=() pos=()
+hooks=() base_dumps=() cargo_args=() pos=() expect=()
 while (($#)); do
     case $1 in
         --self-check) self_check=1 ;;
@@ -57,6 +59,7 @@ while (($#)); do
         --base-runs) base_runs=$2; shift ;;
         --base-dump) base_dumps+=("$(cd "$2" && pwd)"); shift ;;
         --hook) hooks+=("$2"); shift ;;
+        --expect) expect=(--expect "$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"); shift ;;
         --out) out=$2; shift ;;
         --target-dir) target=$2; shift ;;
         --) shift; cargo_args=("$@"); break ;;
@@ -175,7 +178,7 @@ else
     fi
     echo "== base ($(git -C "$repo" log -1 --format='%h' "$base")) against new ($( ((in_place)) && echo "$repo as it is" || git -C "$repo" log -1 --format='%h' "$new"))"
     rc=0
-    python3 "$compare" "${subset[@]}" "${noise[@]}" "${bases[0]}" "$out/new" || rc=$?
+    python3 "$compare" "${subset[@]}" "${noise[@]}" "${expect[@]}" "${bases[0]}" "$out/new" || rc=$?
 fi
 echo "== $((SECONDS - started)) s; dumps and logs in $out"
 exit "$rc"

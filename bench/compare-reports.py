@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Compare two directories of selfprobe JSON reports (issue 11).
 
-    compare-reports.py [--noise DIR] [--names-from-b] [--diffs N]
-                       [--strict-order] DIR_A DIR_B
+    compare-reports.py [--noise DIR] [--names-from-b] [--diffs N] [--expect FILE]
+                       [--strict-order] [--findings-by-index] DIR_A DIR_B
 
 The directories are report dumps (SELFPROBE_REPORT_DUMP, written by
 tests/it/common/dump.rs as <test>.<n>.json; bench/compare-behaviour.sh makes
@@ -71,6 +71,8 @@ IDS
   I5b The machine's own cgroup id: the 32 hex digits after /process_api/
      in a cgroup path (this sandbox machine's session, seen through
      rootless podman's cgroup v1 mounts) -> "<cgroup-id#k>".
+  I5c A nonce the test made for the run (a random --nonce, containers_parity):
+     the value of a key `nonce` -> "<nonce#k>".
   I6 Git commits a test made a moment ago: the value of `head_commit` ->
      "<commit#k>"; a `worktree_id` equal to the checkout directory's name
      -> "<checkout>".
@@ -116,14 +118,35 @@ PROBE RECORDS
      shifts every later index, and would make every record differ. Their
      order is still compared: the names both sides hold must come in the
      same order (a difference is reported at /probe_order).
+  R2 A SARIF run's tool.driver.rules list is compared by rule id
+     (/runs/N/tool/driver/rules/<id>/...; a code added to the catalog shifts
+     every later index), its order at .../driver/rule_order (over the ids
+     both hold), and each result's ruleIndex as "<rule:ID>", the rule it
+     points to.
+  F1 The report's `findings` list is compared by finding, not by index
+     (/findings/<code>@<key>/...): a finding added or gone (a new check,
+     a probe.incomplete) shifts every later index, and would make every
+     later finding differ. <key> is sha256(code NUL subject)[:12] over the
+     normalised subject (the id src/finding.rs makes, where nothing in the
+     subject is normalised); a second finding with the same code and
+     subject is <code>@<key>#2. A finding in one report only is
+     "/findings/<code>@<key>: only in A (finding CODE 'subject')". Their
+     order is still compared: the keys both sides hold must come in the
+     same order (/finding_order). --findings-by-index compares the list as
+     it is, index by index (how issues 11 and 24 were compared).
 
 "#k" numbers the distinct original values of a kind in the order they first
 occur in the document, so which values equal which is still compared: two
 temporary dirs stay two, a namespace shared with the host stays shared.
 
 --expect FILE: the differences a change makes on purpose, one per line,
-`PATH-PATTERN  # why` (a JSON path, `*` for one list index or key; blank
-lines and lines starting with # are skipped). A file that differs only at
+`PATH-PATTERN  # why` (a JSON path, `*` for one list index or key, and
+within a component for any characters but `/`: `/findings/priv.capability@*`
+is every priv.capability finding under F1), optionally after a file glob
+that limits the rule to the report files it matches (`captures::*.1.json
+/scorecard/controls/*/level`; several globs separated by commas, or
+`@NAME` for a group defined on a line of its own as `@NAME = GLOB,GLOB`);
+blank lines and lines starting with # are skipped. A file that differs only at
 expected paths is `expected`, not `differs`, and the rules it matched are
 named. Each rule that no file needed is listed at the end: an expectation
 that did not happen is worth a look too.
@@ -150,6 +173,7 @@ is in only one directory, 2 on a usage error.
 """
 
 import argparse
+import fnmatch
 import hashlib
 import json
 import os
@@ -208,8 +232,9 @@ def finding_id(code, subject):
 
 
 class Normaliser:
-    def __init__(self, doc, checkout, target, mount_order=True):
+    def __init__(self, doc, checkout, target, mount_order=True, findings_by_key=True):
         self.mount_order = mount_order
+        self.findings_by_key = findings_by_key
         self.tokens = {}
         self.anon_major = False
         self.checkout_name = os.path.basename(checkout.rstrip("/")) if checkout else None
@@ -349,6 +374,8 @@ class Normaliser:
             return self.token("anon-dev", str(v))
         if key in ("keyid", "public_key") and isinstance(v, str) and v:
             return self.token("key", v)
+        if key == "nonce" and isinstance(v, str) and v:
+            return self.token("nonce", v)
         if key == "head_commit" and isinstance(v, str) and v:
             return self.token("commit", v)
         if key == "worktree_id" and v == self.checkout_name:
@@ -401,6 +428,9 @@ class Normaliser:
                     ids[fid] = "<id:" + finding_id(code, n["subject"]) + ">"
         if ids:
             out = replace_exact(out, ids)
+        if self.findings_by_key:
+            out = findings_by_key(out)
+        out = sarif_rules_by_id(out)
         return out
 
 
@@ -424,13 +454,87 @@ def probes_by_name(doc):
     return out
 
 
+def findings_by_key(doc):
+    """F1: the findings list as {code@key: finding} plus /finding_order."""
+    findings = doc.get("findings")
+    if not (isinstance(findings, list)
+            and all(isinstance(f, dict) and isinstance(f.get("code"), str)
+                    and isinstance(f.get("subject"), str) for f in findings)):
+        return doc
+    keyed, order, seen = {}, [], {}
+    for f in findings:
+        k = f["code"] + "@" + finding_id(f["code"], f["subject"])
+        seen[k] = seen.get(k, 0) + 1
+        if seen[k] > 1:
+            k += f"#{seen[k]}"
+        keyed[k] = f
+        order.append(k)
+    out = {}
+    for k, v in doc.items():
+        if k == "findings":
+            # In key order: their own order is /finding_order's.
+            out["findings"] = {x: keyed[x] for x in sorted(keyed)}
+            out["finding_order"] = order
+        else:
+            out[k] = v
+    return out
+
+
+def sarif_rules_by_id(doc):
+    """R2: a SARIF run's rules as {id: rule} plus rule_order, and each
+    result's ruleIndex as the id it points to."""
+    runs = doc.get("runs")
+    if not isinstance(runs, list):
+        return doc
+    out_runs = []
+    for run in runs:
+        rules = ((run.get("tool") or {}).get("driver") or {}).get("rules") \
+            if isinstance(run, dict) else None
+        if not (isinstance(rules, list) and rules
+                and all(isinstance(r, dict) and isinstance(r.get("id"), str) for r in rules)
+                and len({r["id"] for r in rules}) == len(rules)):
+            out_runs.append(run)
+            continue
+        ids = [r["id"] for r in rules]
+        run = dict(run)
+        driver = dict(run["tool"]["driver"])
+        driver["rules"] = {r["id"]: r for r in sorted(rules, key=lambda r: r["id"])}
+        driver["rule_order"] = ids
+        run["tool"] = dict(run["tool"], driver=driver)
+        if isinstance(run.get("results"), list):
+            run["results"] = [
+                dict(x, ruleIndex=f"<rule:{ids[x['ruleIndex']]}>")
+                if isinstance(x, dict) and isinstance(x.get("ruleIndex"), int)
+                and 0 <= x["ruleIndex"] < len(ids) else x
+                for x in run["results"]]
+        out_runs.append(run)
+    return dict(doc, runs=out_runs)
+
+
 def common_order(na, nb):
-    """R1: /probe_order compared over the names both sides hold."""
-    oa, ob = na.get("probe_order"), nb.get("probe_order")
-    if isinstance(oa, list) and isinstance(ob, list):
-        both = set(oa) & set(ob)
-        na = dict(na, probe_order=[n for n in oa if n in both])
-        nb = dict(nb, probe_order=[n for n in ob if n in both])
+    """R1, F1: /probe_order and /finding_order compared over the names
+    both sides hold."""
+    for key in ("probe_order", "finding_order"):
+        oa, ob = na.get(key), nb.get(key)
+        if isinstance(oa, list) and isinstance(ob, list):
+            both = set(oa) & set(ob)
+            na = dict(na, **{key: [n for n in oa if n in both]})
+            nb = dict(nb, **{key: [n for n in ob if n in both]})
+    ra, rb = na.get("runs"), nb.get("runs")
+    if isinstance(ra, list) and isinstance(rb, list) and len(ra) == len(rb):
+        runs_a, runs_b = [], []
+        for x, y in zip(ra, rb):
+            try:
+                oa, ob = x["tool"]["driver"]["rule_order"], y["tool"]["driver"]["rule_order"]
+            except (KeyError, TypeError):
+                runs_a.append(x)
+                runs_b.append(y)
+                continue
+            both = set(oa) & set(ob)
+            for run, o, acc in ((x, oa, runs_a), (y, ob, runs_b)):
+                driver = dict(run["tool"]["driver"], rule_order=[i for i in o if i in both])
+                acc.append(dict(run, tool=dict(run["tool"], driver=driver)))
+        na, nb = dict(na, runs=runs_a), dict(nb, runs=runs_b)
     return na, nb
 
 
@@ -582,6 +686,7 @@ def listing(d):
 
 
 STRICT_ORDER = False
+FINDINGS_BY_INDEX = False
 
 
 def load(d, name):
@@ -592,7 +697,7 @@ def load(d, name):
     except (ValueError, UnicodeDecodeError):
         return raw, None, False
     n = Normaliser(doc, read_meta(d, ".checkout"), read_meta(d, ".target"),
-                   mount_order=not STRICT_ORDER)
+                   mount_order=not STRICT_ORDER, findings_by_key=not FINDINGS_BY_INDEX)
     return raw, (n.document(doc), n.start), True
 
 
@@ -625,30 +730,49 @@ def test_of(name):
 
 ALL = 10**9
 WHOLE = {"/findings", "/findings/*/code", "/summary/total"}
-WHOLE_RX = re.compile(r"^/probes/[^/]+/status$")
+# (F1: a finding in one capture only, or their order.)
+WHOLE_RX = re.compile(r"^(?:/probes/[^/]+/status|/findings/[^/]+|/finding_order)$")
 
 
 def read_expect(path):
-    """[(compiled pattern, source line)] of an --expect file."""
-    rules = []
+    """[(file globs or None, compiled pattern, source line)] of an --expect
+    file."""
+    rules, groups = [], {}
     with open(path) as f:
         for n, line in enumerate(f, 1):
             text = line.split("#", 1)[0].strip()
             if not text:
                 continue
-            if not text.startswith("/"):
-                raise ValueError(f"{path}:{n}: {text!r}: expected a JSON path starting with /")
-            rx = "^" + "/".join("[^/]+" if part == "*" else re.escape(part)
-                                for part in text.split("/")) + "$"
-            rules.append((re.compile(rx), line.strip()))
+            m = re.match(r"^@([\w-]+)\s*=\s*(\S+)$", text)
+            if m:
+                groups[m[1]] = [g for x in m[2].split(",") for g in groups.get(x[1:], [x])
+                                if x]
+                continue
+            parts = text.split()
+            if len(parts) > 2 or not parts[-1].startswith("/"):
+                raise ValueError(f"{path}:{n}: {text!r}: expected [FILE-GLOB] /JSON/PATH")
+            globs = None
+            if len(parts) == 2:
+                globs = []
+                for g in parts[0].split(","):
+                    if g.startswith("@"):
+                        if g[1:] not in groups:
+                            raise ValueError(f"{path}:{n}: {g}: no such group")
+                        globs.extend(groups[g[1:]])
+                    else:
+                        globs.append(g)
+            rx = "^" + "/".join("[^/]+" if part == "*" else re.escape(part).replace(r"\*", "[^/]*")
+                                for part in parts[-1].split("/")) + "$"
+            rules.append((globs, re.compile(rx), line.strip()))
     return rules
 
 
-def matching(rules, line):
-    """The rule a difference line matches (its path, indices kept), or None."""
+def matching(rules, line, name):
+    """The rule a difference line of file `name` matches (its path, indices
+    kept), or None."""
     path = line.split(": ", 1)[0]
-    for rx, src in rules:
-        if rx.match(path):
+    for glob, rx, src in rules:
+        if (glob is None or any(fnmatch.fnmatchcase(name, g) for g in glob)) and rx.match(path):
             return src
     return None
 
@@ -666,9 +790,12 @@ def main():
                     help="the differences made on purpose, a path pattern per line")
     ap.add_argument("--strict-order", action="store_true",
                     help="compare the mount-table lists in their own order (no O1)")
+    ap.add_argument("--findings-by-index", action="store_true",
+                    help="compare the findings list index by index (no F1)")
     args = ap.parse_args()
-    global STRICT_ORDER
+    global STRICT_ORDER, FINDINGS_BY_INDEX
     STRICT_ORDER = args.strict_order
+    FINDINGS_BY_INDEX = args.findings_by_index
     for d in (args.a, args.b, *args.noise):
         if d is not None and not os.path.isdir(d):
             print(f"compare-reports: {d}: not a directory", file=sys.stderr)
@@ -725,14 +852,14 @@ def main():
                 status = "noisy"
                 note = "(differs only at paths where other files are noisy)"
             elif rules and not detail[0].startswith("(not JSON") and all(
-                    matching(rules, x) or (name in noise and noise[name] is not None
+                    matching(rules, x, name) or (name in noise and noise[name] is not None
                                            and pattern(x) in noise[name])
                     for x in detail):
                 status = "expected"
-                hit = sorted({matching(rules, x) for x in detail} - {None})
+                hit = sorted({matching(rules, x, name) for x in detail} - {None})
                 used.update(hit)
                 note = "(" + "; ".join(hit) + ")"
-                detail = [x for x in detail if not matching(rules, x)]
+                detail = [x for x in detail if not matching(rules, x, name)]
             else:
                 status = "differs"
                 if name in noise:
@@ -751,7 +878,7 @@ def main():
             print(f"    {d}")
         if len(detail) > args.diffs:
             print(f"    ... and {len(detail) - args.diffs} more")
-    for _, src in rules:
+    for _, _, src in rules:
         if src not in used:
             print(f"unused     {src}")
     print("summary: " + ", ".join(f"{v} {k}" for k, v in counts.items())

@@ -267,7 +267,10 @@ pub const PRUNE_ENTERED: &[(Walk, &str)] = &[
 ];
 
 /// Whether `path` (a directory, as a walk would meet it) is one the prune
-/// list names: a walk's root there is not walked at all.
+/// list names: a walk's root there is not walked at all. For a mount's
+/// source on the host (its root), where only the directory itself says
+/// what it is (a volume's `_data` lies below `var/lib/docker` and is a
+/// volume all the same).
 pub fn pruned_path(walk: Walk, path: &std::path::Path) -> bool {
     let name = path
         .file_name()
@@ -281,6 +284,15 @@ pub fn pruned_path(walk: Walk, path: &std::path::Path) -> bool {
     prune(walk)
         .first(&name, &parent, &mut || crate::util::glob::comps(path))
         .is_some()
+}
+
+/// Whether a mount point inside the workspace's view is a pruned directory
+/// or lies below one: a walk from above would never have reached it, so a
+/// walk rooted there would spend its budget where none should (podman's
+/// `/var/lib/containers/storage/overlay`, mounted while its containers
+/// run, is below `var/lib/containers`).
+pub fn pruned_or_below(walk: Walk, path: &std::path::Path) -> bool {
+    path.ancestors().any(|p| pruned_path(walk, p))
 }
 
 /// PRUNE less what `walk` enters (PRUNE_ENTERED).
@@ -588,7 +600,7 @@ mod tests {
         for (_, p) in PRUNE_ENTERED {
             assert!(PRUNE.contains(p), "{p} is entered but not pruned");
         }
-        let prunes = |w: Walk, path: &str| pruned_path(w, std::path::Path::new(path));
+        let prunes = |w: Walk, path: &str| pruned_or_below(w, std::path::Path::new(path));
         let all = [
             Walk::Credentials,
             Walk::Workspace,
@@ -603,6 +615,10 @@ mod tests {
                 "/h/.local/share/containers",
                 "/var/lib/docker",
                 "/host/var/lib/containers",
+                // Below a pruned directory: podman's storage, mounted while
+                // its containers run, and a mount inside node_modules.
+                "/var/lib/containers/storage/overlay",
+                "/w/a/node_modules/pkg",
             ] {
                 assert!(prunes(w, p), "{w:?} must prune {p}");
             }

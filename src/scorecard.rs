@@ -1438,7 +1438,7 @@ mod tests {
         let rs = control(&sc, "repo-scope");
         assert_eq!(
             rs.level.as_deref(),
-            Some("A host block device is accessible"),
+            Some("A host block device is visible in the workspace"),
             "{}",
             rs.reason
         );

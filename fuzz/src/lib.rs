@@ -51,6 +51,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("registry_auth", registry_auth),
     ("referrers", referrers),
     ("public_key", public_key),
+    ("watch_inputs", watch_inputs),
 ];
 
 /// The probes read /proc and files as text; lossy decoding keeps every
@@ -886,5 +887,43 @@ pub fn public_key(data: &[u8]) {
             );
         }
         Err(e) => assert_inert("key error", &e.to_string()),
+    }
+}
+
+/// What the watch reads (crates/host/src/watch): an engine's event line
+/// (Docker's or podman's, picked by the first byte), an RFC 3339 time from
+/// it, and watch.json, which whoever can write the out-dir can change.
+pub fn watch_inputs(data: &[u8]) {
+    use selfprobe_host::outside::record::EngineKind;
+    use selfprobe_host::watch::{events, inspection_dir_name, state};
+    let (mode, rest) = data.split_first().unwrap_or((&0, &[]));
+    let p = parts(rest, 2);
+    let engine = if mode & 1 == 0 {
+        EngineKind::Docker
+    } else {
+        EngineKind::Podman
+    };
+    if let Ok(Some(ev)) = events::parse_line(engine, p[0]) {
+        // An id becomes part of a directory's name: 64 lower-case hex.
+        assert!(events::is_engine_id(&ev.id) && ev.id == ev.id.to_ascii_lowercase());
+        assert!(ev.name.len() <= p[0].len());
+    }
+    if let Some(ns) = events::parse_rfc3339_ns(&text(p[0])) {
+        assert_eq!(events::parse_rfc3339_ns(&events::rfc3339_ns(ns)), Some(ns));
+    }
+    events::read_lines(p[0], |l| {
+        assert!(l.len() <= events::MAX_LINE && !l.contains(&b'\n'));
+        true
+    });
+    if let Some(bytes) = p.get(1) {
+        if let Ok(st) = state::State::parse(std::path::Path::new("/fuzz/watch.json"), bytes) {
+            for (id, e) in &st.containers {
+                assert!(events::is_engine_id(id));
+                if let Some(d) = &e.inspection {
+                    let name = inspection_dir_name(d).expect("a name the watch makes");
+                    assert!(!name.contains('/') && !name.contains(".."));
+                }
+            }
+        }
     }
 }

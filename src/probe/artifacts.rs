@@ -521,7 +521,7 @@ fn persistent_mounts(mounts: Option<&MountFacts>) -> Vec<PathBuf> {
                     !(e.class == MountClass::HostRoot && e.mount.mount_point == Path::new("/"))
                 })
                 .filter(|e| {
-                    !catalog::pruned_path(Walk::Artifacts, &e.mount.mount_point)
+                    !catalog::pruned_or_below(Walk::Artifacts, &e.mount.mount_point)
                         && !catalog::pruned_path(Walk::Artifacts, &e.mount.root)
                 })
                 .map(|e| e.mount.mount_point.clone())

@@ -55,3 +55,4 @@ mod signals;
 mod size;
 mod teardown;
 mod untrusted;
+mod watch;

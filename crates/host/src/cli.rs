@@ -29,6 +29,8 @@ pub enum Command {
     Inspect(InspectArgs),
     /// From the host, after the workspaces are removed: what of an inspection's containers, volumes and canaries survived, as signed statements
     Teardown(TeardownArgs),
+    /// From the host: follow the engine's events, inspect each matching container when it starts and prove its teardown when it is removed
+    Watch(WatchArgs),
     /// Attestations in an OCI registry: attach envelopes to an image, fetch and verify them
     Attest {
         #[command(subcommand)]
@@ -98,6 +100,56 @@ pub struct InspectArgs {
     /// Containers by name or id
     #[arg(value_name = "CONTAINER", required_unless_present = "all")]
     pub containers: Vec<String>,
+}
+
+/// `selfprobe-host watch` (crates/host/src/watch, docs/watch.md): the options of inspect
+/// that apply per container, and the watch's own.
+#[derive(Debug, Clone, Args)]
+pub struct WatchArgs {
+    /// The engine whose CLI to use (default: docker if on PATH, else podman)
+    #[arg(long, value_enum)]
+    pub engine: Option<EngineName>,
+    /// Only containers with this label, as `events --filter` and `ps --filter` take it (label=KEY or label=KEY=VALUE); repeat to require several
+    #[arg(long, value_name = "label=K=V")]
+    pub filter: Vec<String>,
+    /// Where the watch keeps its state, key, inspections and fleet view (made if missing; an existing one must be a watch's own or empty)
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: PathBuf,
+    /// How many containers are inspected at once
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 4,
+        visible_alias = "parallel"
+    )]
+    pub jobs: usize,
+    /// Deadline per container, for every step from placement to removal, e.g. 30s, 2m
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_timeout)]
+    pub timeout: Duration,
+    /// Ed25519 key (PKCS#8 PEM or OpenSSH) to sign with (default: SELFPROBE_SIGNING_KEY, else DIR/watch.key, made on first start)
+    #[arg(long, value_name = "FILE")]
+    pub sign_key: Option<PathBuf>,
+    /// Put the probe in this directory inside each container: the one way to use a bind mount of host files (never the workspace)
+    #[arg(long, value_name = "PATH")]
+    pub place_in: Option<String>,
+    /// The policy (TOML): placed beside the probe, applied to the inspections' findings, its [[retain]] entries to the teardowns
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// The selfprobe probe to place (default: the selfprobe beside selfprobe-host)
+    #[arg(long, value_name = "FILE")]
+    pub binary: Option<PathBuf>,
+    /// The workspace inside the containers (default: the policy's, the devcontainer label's, or the working directory's mount)
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<String>,
+    /// A container's inspection exits 1 when a finding at or above this severity is not excepted (critical, high, medium, low, info, none)
+    #[arg(long, value_name = "SEVERITY", default_value = "high", value_parser = parse_fail_on)]
+    pub fail_on: FailOn,
+    /// Keep the records of at most N ended workspaces (inspection directories and missed entries); the oldest go first
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub keep: usize,
+    /// Remove the records of workspaces that ended longer ago than this, e.g. 30d, 12h
+    #[arg(long, value_name = "DURATION", default_value = "30d", value_parser = parse_timeout)]
+    pub max_age: Duration,
 }
 
 #[derive(Debug, Clone, Args)]

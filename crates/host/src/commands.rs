@@ -14,6 +14,7 @@ use selfprobe::report;
 
 use crate::cli::{
     AttestFetchArgs, AttestPushArgs, DiffArgs, HostFormat, InspectArgs, SummaryArgs, TeardownArgs,
+    WatchArgs,
 };
 use crate::compare;
 
@@ -92,6 +93,16 @@ pub fn teardown(args: TeardownArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Resu
     };
     emit(&text, code)?;
     Ok(code)
+}
+
+/// `selfprobe-host watch` (src/watch): runs until a signal ends it, then
+/// exit 0.
+pub fn watch(args: WatchArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, Failure> {
+    let opts = crate::watch::Options::from_args(&args)
+        .map_err(|e| Failure::usage(format!("watch: {e}")))?;
+    crate::watch::run(opts, env_key)
+        .map(|()| Exit::Clean)
+        .map_err(|e| Failure::from(e).within("watch"))
 }
 
 pub fn attest_push(args: AttestPushArgs) -> Result<Exit, Failure> {

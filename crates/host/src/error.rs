@@ -2,7 +2,7 @@
 //! when it cannot do its work: the operator asked for something that cannot
 //! be (a bad option, key, policy, reference or input file: exit 2), or the
 //! world did not answer (the engine, the registry, the output directory:
-//! exit 3). inspect, teardown, diff, summary and attest all return this;
+//! exit 3). inspect, teardown, watch, diff, summary and attest all return this;
 //! main turns it into the exit code and the one message on stderr.
 
 use selfprobe::model::Exit;

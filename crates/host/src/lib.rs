@@ -13,3 +13,4 @@ pub mod error;
 pub mod outside;
 pub mod registry;
 pub mod report;
+pub mod watch;

@@ -25,6 +25,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Inspect(args) => commands::inspect(args, env_key),
         Command::Teardown(args) => commands::teardown(args, env_key),
+        Command::Watch(args) => commands::watch(args, env_key),
         Command::Attest { action } => {
             drop(env_key);
             match action {

@@ -212,6 +212,9 @@ fn mark_hidden(entries: &mut [MountEntry]) {
                 }
             }
             mp.ancestors().find_map(|a| match at.get(&(m.parent, a)) {
+                // A mount's own parent covers nothing of it (a root that
+                // is its own parent, as gVisor's is, sits on that parent).
+                Some(&j) if entries[j].mount.id == m.parent => None,
                 // The same point twice on one parent: the later line.
                 Some(&j) if a == mp => (j > i).then_some(j),
                 Some(&j) => Some(j),
@@ -1336,6 +1339,9 @@ mod tests {
         assert!(is(124), "/run/host was mounted over it");
         assert!(!is(121) && !is(122));
         assert!(is(125), "on a hidden mount");
+        // A root that is its own parent (gVisor's table) covers nothing.
+        let h = hidden("8 8 0:8 / / rw - 9p none rw\n9 8 0:9 / /key ro - 9p none ro\n10 8 0:6 / /dev rw - tmpfs none rw\n11 10 0:7 / /dev/pts rw - devpts none rw\n");
+        assert_eq!(h, vec![(8, false), (9, false), (10, false), (11, false)]);
         // The same point twice on one parent: the later line stands.
         let h = hidden("1 0 8:1 / / rw - ext4 /dev/sda rw\n2 1 8:1 /a /a rw - ext4 /dev/sda rw\n3 1 8:1 /b /a rw - ext4 /dev/sda rw\n");
         assert_eq!(h, vec![(1, false), (2, true), (3, false)]);

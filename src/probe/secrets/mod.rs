@@ -301,7 +301,7 @@ pub fn collect(
             let mp = &e.mount.mount_point;
             // An engine's storage of other containers (/var/lib/docker
             // bound in) is other workspaces' data: not searched.
-            if crate::catalog::pruned_path(crate::catalog::Walk::Credentials, mp)
+            if crate::catalog::pruned_or_below(crate::catalog::Walk::Credentials, mp)
                 || crate::catalog::pruned_path(crate::catalog::Walk::Credentials, &e.mount.root)
             {
                 continue;

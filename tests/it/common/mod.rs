@@ -1,5 +1,6 @@
 pub mod canary;
 pub mod devc;
+pub mod dockerd;
 pub mod dump;
 pub mod engines;
 pub mod fixture;
@@ -18,3 +19,4 @@ pub mod roundtrip;
 pub mod sentences;
 pub mod shipped;
 pub mod tree;
+pub mod watch;

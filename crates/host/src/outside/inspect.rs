@@ -1585,6 +1585,161 @@ pub fn render_json(insp: &Inspection) -> String {
     s
 }
 
+/// What many inspections share, made once: the policy, the staged binary
+/// and its SHA-256, the key's PEM for the probes' stdin, the engine, the
+/// host's capabilities. The watch (src/watch) holds one for its whole life,
+/// so a container's inspection costs its own engine calls and no `info`,
+/// staging or hashing of the binary (about a tenth of a second each time).
+/// `inspect` above is the one-shot form of the same steps.
+pub struct Session {
+    opts: Options,
+    engine: Engine,
+    policy: Policy,
+    staged: Staged,
+    binary: PathBuf,
+    binary_sha: String,
+    signer: Signer,
+    key_pem: Zeroizing<String>,
+    all_caps: Vec<String>,
+    /// Images' RepoDigests by image id, asked once per DIGEST_TTL: a burst
+    /// of workspaces from one image costs one `image inspect`, not one each.
+    digests: Mutex<BTreeMap<String, (Instant, Vec<String>)>>,
+}
+
+/// How long a Session takes an image's RepoDigests as they were (a push
+/// or pull can add one).
+const DIGEST_TTL: Duration = Duration::from_secs(300);
+
+impl Session {
+    /// Loads the policy, stages the binary and holds the key. `opts`'s
+    /// out_dir, all, filter and containers are not used: each call of
+    /// `inspect_records` names its own.
+    pub fn open(opts: &Options, signer: Signer, engine: Engine) -> Result<Session, InspectError> {
+        let policy = match &opts.policy {
+            Some(p) => {
+                Policy::load(p).map_err(|e| InspectError::Usage(format!("policy error: {e}")))?
+            }
+            None => Policy::default(),
+        };
+        let binary = match &opts.binary {
+            Some(b) => b.clone(),
+            None => probe_beside_self()?,
+        };
+        let (staged, binary_sha) =
+            stage(&binary, opts.policy.as_deref()).map_err(InspectError::Usage)?;
+        let key_pem = signer
+            .private_pem()
+            .map_err(|e| InspectError::Usage(e.to_string()))?;
+        Ok(Session {
+            opts: opts.clone(),
+            engine,
+            policy,
+            staged,
+            binary,
+            binary_sha,
+            signer,
+            key_pem,
+            all_caps: host_capabilities(),
+            digests: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// The RepoDigests of `images` (by id), from the cache where fresh.
+    fn image_digests(&self, images: &[String], deadline: Instant) -> BTreeMap<String, Vec<String>> {
+        let now = Instant::now();
+        let fresh = |t: &Instant| now.duration_since(*t) < DIGEST_TTL;
+        let mut cache = self.digests.lock().unwrap_or_else(|e| e.into_inner());
+        let ask: Vec<String> = images
+            .iter()
+            .filter(|i| !cache.get(*i).is_some_and(|(t, _)| fresh(t)))
+            .cloned()
+            .collect();
+        if !ask.is_empty() {
+            // Not under the lock: the engine may be slow to answer.
+            drop(cache);
+            let got = self.engine.image_digests(&ask, deadline);
+            cache = self.digests.lock().unwrap_or_else(|e| e.into_inner());
+            for (k, v) in got {
+                cache.insert(k, (now, v));
+            }
+        }
+        images
+            .iter()
+            .filter_map(|i| cache.get(i).map(|(_, v)| (i.clone(), v.clone())))
+            .collect()
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn signer(&self) -> &Signer {
+        &self.signer
+    }
+
+    /// The SHA-256 of the binary placed, which every report must name.
+    pub fn binary_sha256(&self) -> &str {
+        &self.binary_sha
+    }
+
+    /// Inspects `records` (from `engine().inspect`) as `inspect` does,
+    /// `parallel` at a time, into an Inspection for `out_dir` (not written:
+    /// `name_files`, `write_pubkey` and `write` do that).
+    pub fn inspect_records(&self, mut records: Vec<Record>, out_dir: &Path) -> Inspection {
+        let started = SystemTime::now();
+        for r in &mut records {
+            self.engine.settle(r);
+        }
+        let mut images: Vec<String> = records.iter().map(|r| r.image_id.clone()).collect();
+        selfprobe::util::sort::sort(&mut images);
+        images.dedup();
+        let digests = self.image_digests(&images, Instant::now() + self.opts.timeout);
+        let mut seen = std::collections::BTreeSet::new();
+        records.retain(|r| seen.insert(r.id.clone()));
+        let shared = Shared {
+            engine: &self.engine,
+            opts: &self.opts,
+            policy: &self.policy,
+            key_pem: &self.key_pem,
+            signer: &self.signer,
+            staged: &self.staged,
+            binary_sha: &self.binary_sha,
+            binary_shown: &self.binary,
+            all_caps: self.all_caps.clone(),
+            digests,
+        };
+        let results = run_all(&shared, &records);
+        let exit = results.iter().map(|c| c.exit).max().unwrap_or(0);
+        let vk = self.signer.verifying_key();
+        Inspection {
+            schema: SCHEMA,
+            id: selfprobe::host::run_id(),
+            started: rfc3339(started),
+            finished: rfc3339(SystemTime::now()),
+            engine: EngineInfo {
+                name: self.engine.name.as_str(),
+                cli: self.engine.cli.display().to_string(),
+                version: self.engine.version.clone(),
+                rootless: self.engine.rootless,
+            },
+            binary: BinaryInfo {
+                path: self.binary.display().to_string(),
+                sha256: self.binary_sha.clone(),
+            },
+            signing: SigningOut {
+                keyid: self.signer.keyid(),
+                public_key: selfprobe::keys::public_openssh(&vk),
+                ephemeral: self.signer.is_ephemeral(),
+                proves: PROVES,
+                does_not_prove: DOES_NOT_PROVE,
+            },
+            out_dir: out_dir.display().to_string(),
+            containers: results,
+            exit,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -284,6 +284,17 @@ pub fn parse_nonces(text: &str) -> BTreeMap<String, String> {
 
 /// Runs the teardown check over an inspection directory.
 pub fn teardown(opts: &Options, signer: &Signer) -> Result<Teardown, TeardownError> {
+    teardown_on(opts, signer, None)
+}
+
+/// `teardown` with an engine already connected (the watch's, which tears
+/// down one container at a time and need not ask `info` each time); used
+/// when it is the inspection's engine, else one is connected here.
+pub fn teardown_on(
+    opts: &Options,
+    signer: &Signer,
+    connected: Option<&Engine>,
+) -> Result<Teardown, TeardownError> {
     let started = SystemTime::now();
     let deadline = Instant::now() + opts.timeout;
     let policy = match &opts.policy {
@@ -294,8 +305,15 @@ pub fn teardown(opts: &Options, signer: &Signer) -> Result<Teardown, TeardownErr
     };
     let (inspection, kind, inspection_keyid, inspected) =
         read_inspection(&opts.dir).map_err(TeardownError::Usage)?;
-    let engine =
-        Engine::connect(Some(kind), deadline).map_err(|e| TeardownError::Failed(e.to_string()))?;
+    let fresh;
+    let engine = match connected {
+        Some(e) if e.name == kind => e,
+        _ => {
+            fresh = Engine::connect(Some(kind), deadline)
+                .map_err(|e| TeardownError::Failed(e.to_string()))?;
+            &fresh
+        }
+    };
     let ids: Vec<String> = inspected.iter().map(|c| c.id.clone()).collect();
     let states = engine.inspect(&ids, deadline);
     let today = selfprobe::host::today(SystemTime::now());

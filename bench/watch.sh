@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Benchmark (issue 31): the latency from a container's start to its verified
+# report under `selfprobe-host watch`, against the engine's own exec cost.
+#   bench/watch.sh [N] [JOBS]
+# N (default 40) containers of the FROM-scratch busybox test image
+# (--cap-drop=all --network none, a workspace bind: the acceptance tests'
+# case (a)) start in a burst, JOBS (default 4, the watch's default --jobs)
+# at a time, twice:
+#   - bare: a follower of `docker events` (bench/watch-bare.py) runs
+#     `docker exec CTR true` for each container as its start event comes,
+#     JOBS at a time: the least any watch can cost, the engine's exec;
+#   - watch: `selfprobe-host watch --engine docker --jobs JOBS` inspects
+#     each as it starts (placement, the probe's run, verification, the
+#     cross-check, removal), and watch.json says when each report was
+#     written and verified (latency_ms: from the engine's start event).
+# Prints, with the load average before and after, the median and 95th
+# percentile of each, their ratio, and the probe's own run (run.duration_ms
+# in the reports): the goal (issue 31) is that the inspection adds no more
+# than the probe's own run to the engine's exec cost.
+# Needs root, docker with dockerd answering, busybox-static, python3.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+n=${1:-40}
+jobs=${2:-4}
+cargo build --release --quiet
+host=$PWD/target/x86_64-unknown-linux-gnu/release/selfprobe-host
+tmp=$(mktemp -d /tmp/selfprobe-bench-watch.XXXXXX)
+tag="selfprobe-bench-watch-$$"
+names=()
+watch_pid=
+cleanup() {
+    [ -z "$watch_pid" ] || kill "$watch_pid" 2>/dev/null || true
+    for c in "${names[@]}"; do docker rm -f "$c" >/dev/null 2>&1 || true; done
+    docker rmi -f "localhost/$tag:latest" >/dev/null 2>&1 || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# The image: busybox and its applets, as tests/it/common/engines.rs builds it.
+mkdir -p "$tmp/tree/bin" "$tmp/tree/tmp" "$tmp/tree/workspace" "$tmp/tree/etc" "$tmp/ws"
+cp /bin/busybox "$tmp/tree/bin/"
+for a in $(/bin/busybox --list); do [ -e "$tmp/tree/bin/$a" ] || ln -s busybox "$tmp/tree/bin/$a"; done
+chmod 1777 "$tmp/tree/tmp"
+printf 'root:x:0:0:root:/root:/bin/sh\n' > "$tmp/tree/etc/passwd"
+tar -C "$tmp/tree" -cf "$tmp/image.tar" .
+docker import -c 'WORKDIR /workspace' "$tmp/image.tar" "localhost/$tag:latest" >/dev/null
+
+# N containers labelled LABEL, started JOBS at a time.
+burst() {
+    local label=$1 round=$2
+    for i in $(seq 1 "$n"); do
+        names+=("$tag-$round-$i")
+        echo "$tag-$round-$i"
+    done | xargs -P"$jobs" -I{} docker run -d --name {} --label "$label" \
+        --cap-drop=all --network none -v "$tmp/ws:/workspace" \
+        "localhost/$tag:latest" /bin/sleep 3600 >/dev/null
+}
+
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, $n containers, $jobs at a time"
+
+# Bare: the engine's exec, as each start event comes.
+python3 bench/watch-bare.py "$tag-bare=1" "$n" "$jobs" > "$tmp/bare.json" &
+bare_pid=$!
+sleep 1
+burst "$tag-bare=1" bare
+wait "$bare_pid"
+
+# The watch.
+"$host" watch --engine docker --filter "label=$tag-watch=1" --jobs "$jobs" \
+    --out-dir "$tmp/out" 2> "$tmp/watch.log" &
+watch_pid=$!
+for _ in $(seq 1 100); do
+    grep -q "watching the" "$tmp/watch.log" 2>/dev/null && break
+    sleep 0.1
+done
+burst "$tag-watch=1" watch
+python3 - "$tmp/out/watch.json" "$n" <<'PY'
+import json, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+for _ in range(6000):
+    try:
+        st = json.load(open(path))
+        done = [e for e in st["containers"].values() if e["state"] in ("inspected", "missed")]
+        if len(done) >= n:
+            break
+    except (OSError, ValueError):
+        pass
+    time.sleep(0.1)
+PY
+kill -TERM "$watch_pid"
+wait "$watch_pid" || true
+watch_pid=
+
+python3 - "$tmp/bare.json" "$tmp/out" "$n" "$jobs" <<'PY'
+import json, statistics, sys
+from pathlib import Path
+bare, out, n, jobs = json.load(open(sys.argv[1])), Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+st = json.load(open(out / "watch.json"))
+es = list(st["containers"].values())
+lat = [e["latency_ms"] for e in es if e.get("verified") and e.get("latency_ms") is not None]
+own = []
+for e in es:
+    d = out / e["inspection"] if e.get("inspection") else None
+    if d and (d / "inspection.json").is_file():
+        c = json.load(open(d / "inspection.json"))["containers"][0]
+        if c.get("report"):
+            own.append(json.load(open(d / c["report"]))["run"]["duration_ms"])
+def q(v, p):
+    v = sorted(v)
+    return v[max(0, min(len(v) - 1, -(-len(v) * p // 100) - 1))]
+b = bare["latency_ms"]
+print(f"bare docker exec CTR true, {jobs} at a time, from each start event: "
+      f"median {q(b, 50):.0f} ms, p95 {q(b, 95):.0f} ms ({len(b)} of {n})")
+print(f"watch, --jobs {jobs}, start to verified report: median {q(lat, 50):.0f} ms, "
+      f"p95 {q(lat, 95):.0f} ms ({len(lat)} of {n} verified)")
+print(f"ratio watch / bare: median {q(lat, 50) / q(b, 50):.1f}x, p95 {q(lat, 95) / q(b, 95):.1f}x; "
+      f"the probe's own run (run.duration_ms) median {statistics.median(own):.0f} ms; "
+      f"median watch - bare - probe's run: {q(lat, 50) - q(b, 50) - statistics.median(own):.0f} ms")
+PY
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -2,7 +2,7 @@
 //! A control is scored only when every probe that feeds it finished; "could
 //! not check" is shown as not assessed and counts 0, never as a pass.
 
-use crate::model::Text;
+use crate::util::text::Text;
 use serde::{Deserialize, Serialize};
 
 use crate::finding::{Finding, Severity, Status};

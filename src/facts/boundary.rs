@@ -13,7 +13,7 @@
 use crate::finding::Code;
 use std::collections::BTreeMap;
 
-use crate::model::Text;
+use crate::util::text::Text;
 use serde::{Deserialize, Serialize};
 
 use crate::facts::platform::{self, Platform};

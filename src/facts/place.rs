@@ -6,7 +6,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::model::Text;
+use crate::util::text::Text;
 use serde::{Deserialize, Serialize};
 
 use crate::facts::mounts::{MountClass, MountEntry, MountFacts};

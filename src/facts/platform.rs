@@ -9,7 +9,7 @@
 //! Each field is None when its source could not be read: `diff` then shows
 //! the fact as unknown, never as the same.
 
-use crate::model::Text;
+use crate::util::text::Text;
 use serde::{Deserialize, Serialize};
 
 /// AT_PAGESZ in the auxiliary vector (include/uapi/linux/auxvec.h).

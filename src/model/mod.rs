@@ -2,7 +2,6 @@
 //! Renderers (src/report/) and signing (src/attest/) both import this
 //! module; it imports neither, so neither depends on the other through it.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -11,11 +10,9 @@ use crate::finding::{Finding, Severity, Status};
 use crate::probe::{Facts, ProbeRecord};
 use crate::scorecard::Scorecard;
 
-/// Text of the report that is usually a constant of the probe's (a kind, a
-/// probe's name, a control's key): borrowed when the probe writes it, owned
-/// when a report is read back (the host tool, `verify`). Serialized as the
-/// string either way.
-pub type Text = Cow<'static, str>;
+/// The report's text type (util::text::Text), here too where the model
+/// is read.
+pub use crate::util::text::Text;
 
 pub mod read;
 

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use crate::model::Text;
+use crate::util::text::Text;
 use nix::unistd::AccessFlags;
 use serde::{Deserialize, Serialize};
 

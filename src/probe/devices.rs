@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use nix::fcntl::OFlag;
 
-use crate::model::Text;
+use crate::util::text::Text;
 use nix::unistd::AccessFlags;
 use serde::{Deserialize, Serialize};
 

@@ -23,7 +23,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::model::Text;
+use crate::util::text::Text;
 use serde::{Deserialize, Serialize};
 
 use crate::facts::boundary::{self, Boundary};

@@ -5,7 +5,7 @@ use crate::finding::Code;
 use std::collections::BTreeMap;
 use std::io;
 
-use crate::model::Text;
+use crate::util::text::Text;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 

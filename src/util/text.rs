@@ -60,6 +60,14 @@ pub fn article(word: &str) -> &'static str {
     }
 }
 
+/// Text of the report that is usually a constant of the probe's (a kind, a
+/// probe's name, a control's key): borrowed when the probe writes it, owned
+/// when a report is read back (the host tool, `verify`). Serialized as the
+/// string either way. Here, below every module that fills the report, so
+/// facts and probes name it without importing the model (model re-exports
+/// it).
+pub type Text = std::borrow::Cow<'static, str>;
+
 #[cfg(test)]
 mod tests {
     use super::*;

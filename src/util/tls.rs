@@ -12,7 +12,6 @@ use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::model::Text;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;
@@ -42,7 +41,7 @@ const MAX_DIR_ENTRIES: usize = 4096;
 #[serde(default)]
 pub struct TrustStore {
     /// system (a CA bundle in the image) or embedded (webpki-roots).
-    pub kind: Text,
+    pub kind: super::text::Text,
     /// The bundle that was used, or why none was.
     pub source: String,
     pub certificates: usize,

@@ -20,7 +20,7 @@
 //! directory, `/run/systemd/nspawn/propagate/<machine>`, at
 //! /run/systemd/nspawn/incoming.
 
-use crate::model::Text;
+use crate::util::text::Text;
 use serde::{Deserialize, Serialize};
 
 use super::Mount;

@@ -17,7 +17,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::model::Text;
+use crate::util::text::Text;
 use nix::unistd::AccessFlags;
 use serde::{Deserialize, Serialize};
 

@@ -12,7 +12,7 @@
 //! The two are joined here, so that every reader of `root` sees the host
 //! path (`/var/lib/docker/containers/<id>/hosts`, not `/hosts`).
 
-use crate::model::Text;
+use crate::util::text::Text;
 use serde::{Deserialize, Serialize};
 
 use super::Mount;

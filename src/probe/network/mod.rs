@@ -19,7 +19,7 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use crate::model::Text;
+use crate::util::text::Text;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

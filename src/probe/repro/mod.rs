@@ -14,7 +14,7 @@ use std::fs::FileType;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::model::Text;
+use crate::util::text::Text;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{self, Walk};

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::Read;
 use std::time::Instant;
 
-use crate::model::Text;
+use crate::util::text::Text;
 use serde::{Deserialize, Serialize};
 
 use super::rules::env_secrets;

@@ -4,7 +4,7 @@
 //! the header's alg and the claims exp, iat, nbf, iss, aud and sub (plus
 //! Kubernetes' warnafter and namespace) are kept; never the token.
 
-use crate::model::Text;
+use crate::util::text::Text;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

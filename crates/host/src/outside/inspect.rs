@@ -418,11 +418,19 @@ pub fn probe_beside_self() -> Result<PathBuf, InspectError> {
     }
 }
 
-/// Runs the whole inspection. `signer` is the key the reports are signed
-/// with; its private half goes only to the probes' stdin.
-pub fn inspect(opts: &Options, signer: &Signer) -> Result<Inspection, InspectError> {
-    let started = SystemTime::now();
-    let t0 = Instant::now();
+/// What every inspection needs before it meets an engine: the policy, the
+/// probe staged with its SHA-256, and the key the probes sign with.
+struct Prepared {
+    policy: Policy,
+    binary: PathBuf,
+    staged: Staged,
+    binary_sha: String,
+    key_pem: Zeroizing<String>,
+}
+
+/// Loads the policy, finds and stages the probe, and holds the key: one
+/// `inspect` and a watch's `Session` alike. Every error is a usage error.
+fn prepare(opts: &Options, signer: &Signer) -> Result<Prepared, InspectError> {
     let policy = match &opts.policy {
         Some(p) => {
             Policy::load(p).map_err(|e| InspectError::Usage(format!("policy error: {e}")))?
@@ -438,6 +446,27 @@ pub fn inspect(opts: &Options, signer: &Signer) -> Result<Inspection, InspectErr
     let key_pem = signer
         .private_pem()
         .map_err(|e| InspectError::Usage(e.to_string()))?;
+    Ok(Prepared {
+        policy,
+        binary,
+        staged,
+        binary_sha,
+        key_pem,
+    })
+}
+
+/// Runs the whole inspection. `signer` is the key the reports are signed
+/// with; its private half goes only to the probes' stdin.
+pub fn inspect(opts: &Options, signer: &Signer) -> Result<Inspection, InspectError> {
+    let started = SystemTime::now();
+    let t0 = Instant::now();
+    let Prepared {
+        policy,
+        binary,
+        staged,
+        binary_sha,
+        key_pem,
+    } = prepare(opts, signer)?;
     let (out_dir, made) = make_out_dir(opts.out_dir.as_deref())?;
     // A CLI that is missing or an engine that does not answer ends the
     // command before anything is written (the directory made for it goes).
@@ -1615,21 +1644,13 @@ impl Session {
     /// out_dir, all, filter and containers are not used: each call of
     /// `inspect_records` names its own.
     pub fn open(opts: &Options, signer: Signer, engine: Engine) -> Result<Session, InspectError> {
-        let policy = match &opts.policy {
-            Some(p) => {
-                Policy::load(p).map_err(|e| InspectError::Usage(format!("policy error: {e}")))?
-            }
-            None => Policy::default(),
-        };
-        let binary = match &opts.binary {
-            Some(b) => b.clone(),
-            None => probe_beside_self()?,
-        };
-        let (staged, binary_sha) =
-            stage(&binary, opts.policy.as_deref()).map_err(InspectError::Usage)?;
-        let key_pem = signer
-            .private_pem()
-            .map_err(|e| InspectError::Usage(e.to_string()))?;
+        let Prepared {
+            policy,
+            binary,
+            staged,
+            binary_sha,
+            key_pem,
+        } = prepare(opts, &signer)?;
         Ok(Session {
             opts: opts.clone(),
             engine,

@@ -409,32 +409,18 @@ pub fn run(opts: Options, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<(), Wat
     for r in recovered {
         log(&r);
     }
-    let mut w = Watch {
+    let mut w = Watch::new(
         opts,
         out,
         session,
         st,
-        queue: VecDeque::new(),
-        queued: BTreeSet::new(),
-        running: 0,
-        td_queue: VecDeque::new(),
-        td_running: 0,
-        td_inflight: BTreeSet::new(),
-        stream: None,
-        stream_up: None,
-        epoch: 0,
-        next_connect: Some(Instant::now()),
-        backoff: BACKOFF_MIN,
-        stopping: false,
-        dirty: false,
-        job_tx,
-        td_tx,
-        fleet_tx,
-        last_retention: Instant::now(),
-        unreadable_said: None,
-        save_failed: None,
-        tx: tx.clone(),
-    };
+        Channels {
+            job_tx,
+            td_tx,
+            fleet_tx,
+            tx: tx.clone(),
+        },
+    );
     drop(tx);
     w.run(&rx);
     // The end: every worker is idle. The job channels close, so they end.
@@ -854,6 +840,14 @@ struct Listed {
     started_ns: Option<i128>,
 }
 
+/// Where the watch's loop sends work and where its workers answer.
+struct Channels {
+    job_tx: Sender<Job>,
+    td_tx: Sender<Job>,
+    fleet_tx: Sender<fleet::Update>,
+    tx: SyncSender<Msg>,
+}
+
 /// The loop's state.
 struct Watch {
     opts: Options,
@@ -883,6 +877,38 @@ struct Watch {
     unreadable_said: Option<Instant>,
     save_failed: Option<Instant>,
     tx: SyncSender<Msg>,
+}
+
+impl Watch {
+    /// A watch with nothing queued or running, that connects at once.
+    fn new(opts: Options, out: PathBuf, session: Arc<Session>, st: State, ch: Channels) -> Watch {
+        Watch {
+            opts,
+            out,
+            session,
+            st,
+            queue: VecDeque::new(),
+            queued: BTreeSet::new(),
+            running: 0,
+            td_queue: VecDeque::new(),
+            td_running: 0,
+            td_inflight: BTreeSet::new(),
+            stream: None,
+            stream_up: None,
+            epoch: 0,
+            next_connect: Some(Instant::now()),
+            backoff: BACKOFF_MIN,
+            stopping: false,
+            dirty: false,
+            job_tx: ch.job_tx,
+            td_tx: ch.td_tx,
+            fleet_tx: ch.fleet_tx,
+            last_retention: Instant::now(),
+            unreadable_said: None,
+            save_failed: None,
+            tx: ch.tx,
+        }
+    }
 }
 
 impl Watch {
@@ -1738,32 +1764,19 @@ mod tests {
         let signer = Signer::ephemeral().unwrap();
         let session =
             Session::open(&opts.inspect, signer, Engine::offline(EngineKind::Docker)).unwrap();
-        let mut w = Watch {
+        let mut w = Watch::new(
             opts,
-            out: dir.clone(),
-            session: Arc::new(session),
+            dir.clone(),
+            Arc::new(session),
             st,
-            queue: VecDeque::new(),
-            queued: BTreeSet::new(),
-            running: 0,
-            td_queue: VecDeque::new(),
-            td_running: 0,
-            td_inflight: BTreeSet::new(),
-            stream: None,
-            stream_up: None,
-            epoch: 0,
-            next_connect: None,
-            backoff: BACKOFF_MIN,
-            stopping: false,
-            dirty: false,
-            job_tx,
-            td_tx,
-            fleet_tx,
-            last_retention: Instant::now(),
-            unreadable_said: None,
-            save_failed: None,
-            tx,
-        };
+            Channels {
+                job_tx,
+                td_tx,
+                fleet_tx,
+                tx,
+            },
+        );
+        w.next_connect = None;
         w.retention();
         let kept: BTreeSet<&String> = w.st.containers.keys().collect();
         assert!(kept.contains(&live.0), "a live record is never removed");

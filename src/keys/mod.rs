@@ -355,6 +355,9 @@ fn read_source(source: &KeySource) -> Result<Zeroizing<Vec<u8>>, KeyError> {
                     if n == 1 { "output" } else { "error" }
                 )));
             }
+            // SAFETY: the borrow lives only for the F_GETFD that asks
+            // whether n is open; a closed n gives EBADF, never a use of
+            // another's descriptor (n >= 0 is checked first).
             if n < 0
                 || nix::fcntl::fcntl(
                     unsafe { BorrowedFd::borrow_raw(n) },

@@ -183,10 +183,27 @@ impl Read {
 /// Whether the report gave a field, named through the model:
 /// `given!(read, run.policy_sha256)`, or for a field of an inventory
 /// section (an `Option` in the model), `given!(read, inventory.privilege
-/// => caps.effective)`. The field is named in code the compiler checks, so
-/// renaming it in the model breaks this, not the comparison at run time.
+/// => caps.effective)`, and past a part that is itself an `Option` in the
+/// model, `given!(read, inventory.network => resolver => search)`. The
+/// field is named in code the compiler checks, so renaming it in the model
+/// breaks this, not the comparison at run time.
 #[macro_export]
 macro_rules! given {
+    ($read:expr, inventory.$sec:ident => $($f:ident).+ => $($g:ident).+) => {{
+        let read: &$crate::model::read::Read = $read;
+        let _named = read
+            .report
+            .inventory
+            .$sec
+            .as_ref()
+            .and_then(|s| s $(.$f)+ .as_ref().map(|x| &x $(.$g)+));
+        read.given(&[
+            "inventory",
+            stringify!($sec),
+            $(stringify!($f),)+
+            $(stringify!($g)),+
+        ])
+    }};
     ($read:expr, inventory.$sec:ident => $($f:ident).+) => {{
         let read: &$crate::model::read::Read = $read;
         let _named = read.report.inventory.$sec.as_ref().map(|s| &s $(.$f)+);

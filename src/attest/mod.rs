@@ -22,6 +22,7 @@ use std::fmt;
 
 use serde_json::{json, Value};
 
+use crate::json_at;
 use crate::keys::{self, Signer};
 use crate::model::{self, Report, SigningInfo, Text};
 
@@ -168,14 +169,12 @@ fn subject_entry(name: &str, sha256: &str) -> Value {
 /// identity without a SHA-256 digest is in the predicate only: in-toto
 /// subjects need a digest, and none is invented.
 pub fn image_subject(predicate: &Value) -> Option<(String, String)> {
-    let image = predicate.pointer("/inventory/image")?;
-    let digest = image.get("digest")?.as_str()?;
+    let digest = json_at!(predicate, Report => inventory.image => digest)?.as_str()?;
     let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
     if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
-    let name = image
-        .get("reference")
+    let name = json_at!(predicate, Report => inventory.image => reference)
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .unwrap_or("container-image");

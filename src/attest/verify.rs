@@ -12,7 +12,9 @@ use super::sshsig::{self, SshsigError};
 use super::{
     image_subject, PREDICATE_TYPE, PREDICATE_TYPES, SSHSIG_NAMESPACE, STATEMENT_TYPE, TOOL_SUBJECT,
 };
+use crate::json_at;
 use crate::keys::{self, VerifyingKey};
+use crate::model::Report;
 
 pub struct SshsigInput<'a> {
     pub sig_name: &'a str,
@@ -149,8 +151,8 @@ pub fn verify(inp: &Inputs) -> Verdict {
                     "report",
                     format!(
                         "the signed report is not the one the envelope attests (run {} vs run {})",
-                        shown(r.pointer("/run/id").and_then(Value::as_str).unwrap_or("?")),
-                        shown(p.pointer("/run/id").and_then(Value::as_str).unwrap_or("?")),
+                        shown(json_at!(r, Report => run.id).and_then(Value::as_str).unwrap_or("?")),
+                        shown(json_at!(p, Report => run.id).and_then(Value::as_str).unwrap_or("?")),
                     ),
                 );
             }
@@ -305,8 +307,7 @@ fn check_subjects(v: &mut Verdict, st: &Value, predicate: &Value) {
                 && s.pointer("/digest/sha256").and_then(Value::as_str) == Some(digest)
         })
     };
-    let tool = predicate
-        .pointer("/tool/sha256")
+    let tool = json_at!(predicate, Report => tool.sha256)
         .and_then(Value::as_str)
         .unwrap_or("");
     if tool.is_empty() || !has(TOOL_SUBJECT, tool) {
@@ -332,7 +333,7 @@ fn check_subjects(v: &mut Verdict, st: &Value, predicate: &Value) {
 }
 
 fn check_attested(v: &mut Verdict, p: &Value, nonce: Option<&str>, keyid: &str) {
-    let named = p.pointer("/signing/keyid").and_then(Value::as_str);
+    let named = json_at!(p, Report => signing => keyid).and_then(Value::as_str);
     match named {
         Some(k) if k == keyid => v.passed.push("the report names the key that signed it".into()),
         Some(k) => v.fail(
@@ -347,12 +348,12 @@ fn check_attested(v: &mut Verdict, p: &Value, nonce: Option<&str>, keyid: &str) 
             "the report does not name its signing key (signing.keyid)".into(),
         ),
     }
-    if p.pointer("/signing/ephemeral").and_then(Value::as_bool) == Some(true) {
+    if json_at!(p, Report => signing => ephemeral).and_then(Value::as_bool) == Some(true) {
         v.notes.push(
             "the key was ephemeral (made for this run): the signature shows the report was not changed after signing, not who made it".into(),
         );
     }
-    if let Some(root) = p.pointer("/run/root").and_then(Value::as_str) {
+    if let Some(root) = json_at!(p, Report => run.root).and_then(Value::as_str) {
         if root != "/" {
             v.notes.push(format!(
                 "the run probed the directory tree {} (--root), not the live system it ran on",
@@ -360,7 +361,7 @@ fn check_attested(v: &mut Verdict, p: &Value, nonce: Option<&str>, keyid: &str) 
             ));
         }
     }
-    let got = p.pointer("/run/nonce").and_then(Value::as_str);
+    let got = json_at!(p, Report => run.nonce).and_then(Value::as_str);
     match (nonce, got) {
         (Some(want), Some(got)) if want == got => {
             v.nonce_checked = true;
@@ -397,7 +398,7 @@ fn check_binary(v: &mut Verdict, p: &Value, want: Option<&str>) {
         );
         return;
     };
-    let got = p.pointer("/tool/sha256").and_then(Value::as_str);
+    let got = json_at!(p, Report => tool.sha256).and_then(Value::as_str);
     match got {
         Some(got) if got.eq_ignore_ascii_case(want) => {
             v.binary_checked = true;

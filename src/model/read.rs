@@ -183,10 +183,27 @@ impl Read {
 /// Whether the report gave a field, named through the model:
 /// `given!(read, run.policy_sha256)`, or for a field of an inventory
 /// section (an `Option` in the model), `given!(read, inventory.privilege
-/// => caps.effective)`. The field is named in code the compiler checks, so
-/// renaming it in the model breaks this, not the comparison at run time.
+/// => caps.effective)`, and past a part that is itself an `Option` in the
+/// model, `given!(read, inventory.network => resolver => search)`. The
+/// field is named in code the compiler checks, so renaming it in the model
+/// breaks this, not the comparison at run time.
 #[macro_export]
 macro_rules! given {
+    ($read:expr, inventory.$sec:ident => $($f:ident).+ => $($g:ident).+) => {{
+        let read: &$crate::model::read::Read = $read;
+        let _named = read
+            .report
+            .inventory
+            .$sec
+            .as_ref()
+            .and_then(|s| s $(.$f)+ .as_ref().map(|x| &x $(.$g)+));
+        read.given(&[
+            "inventory",
+            stringify!($sec),
+            $(stringify!($f),)+
+            $(stringify!($g)),+
+        ])
+    }};
     ($read:expr, inventory.$sec:ident => $($f:ident).+) => {{
         let read: &$crate::model::read::Read = $read;
         let _named = read.report.inventory.$sec.as_ref().map(|s| &s $(.$f)+);
@@ -222,6 +239,41 @@ macro_rules! claimed {
         let read: &$crate::model::read::Read = $read;
         let _named = &read.report $(.$f)+;
         read.claimed(&[$(stringify!($f)),+])
+    }};
+}
+
+/// The JSON a report (or a part of one) gives at a field named through the
+/// model, as `Option<&serde_json::Value>`: `json_at!(report, Report =>
+/// run.nonce)`, `json_at!(finding, Finding => evidence)`, and past a part
+/// that is an `Option` in the model, as in [`given!`]: `json_at!(report,
+/// Report => signing => keyid)`. For what must
+/// show a report as it was signed, whatever it holds (`verify`, SARIF),
+/// and for the probe, where reading the model typed ([`Read`]) would link
+/// serde's Deserialize code for every type of the report (about 500 KB:
+/// docs/size.md). The path is named in code the compiler checks against
+/// `$ty`, so renaming a field in the model breaks this, as [`given!`]
+/// does; a field that serde renames is the one thing the compiler cannot
+/// see, and the tests beside this macro read every path the probe uses
+/// from a report the model wrote.
+///
+/// [`given!`]: crate::given
+#[macro_export]
+macro_rules! json_at {
+    ($v:expr, $ty:ty => $($f:ident).+ => $($g:ident).+) => {{
+        // Never called: names the fields in the model.
+        let _named = |m: &$ty| {
+            let _ = m $(.$f)+ .as_ref().map(|s| &s $(.$g)+);
+        };
+        ::core::option::Option::Some($v)
+            $(.and_then(|v| v.get(::core::stringify!($f))))+
+            $(.and_then(|v| v.get(::core::stringify!($g))))+
+    }};
+    ($v:expr, $ty:ty => $($f:ident).+) => {{
+        // Never called: names the field in the model.
+        let _named = |m: &$ty| {
+            let _ = &m $(.$f)+;
+        };
+        ::core::option::Option::Some($v) $(.and_then(|v| v.get(::core::stringify!($f))))+
     }};
 }
 
@@ -301,4 +353,125 @@ fn entries<T: DeserializeOwned>(obj: &Map<String, Value>, name: &str, bad: &mut 
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use crate::finding::{AppliedException, Finding, Severity};
+    use crate::model::{Report, SigningInfo};
+    use crate::probe::repro::ImageIdentity;
+
+    /// Every field the probe reads by name (`verify`'s checks and what it
+    /// shows, the image subject, SARIF's results), read with `json_at!`
+    /// from a report the model wrote with each of them set. A field renamed
+    /// in the model does not compile here (or at the read); one serde
+    /// names otherwise than the model (`#[serde(rename)]`) reads as missing,
+    /// and this fails rather than `verify` showing "-".
+    #[test]
+    fn json_at_reads_every_field_the_probe_names_from_a_report_the_model_wrote() {
+        let mut r = Report::default();
+        r.tool.sha256 = Some("ab".repeat(32));
+        r.run.workspace = Some("/w".into());
+        r.run.policy = Some("/p.toml".into());
+        r.run.nonce = Some("n".into());
+        r.run.fail_on = Some(Severity::High);
+        r.signing = Some(SigningInfo::default());
+        r.inventory.image = Some(ImageIdentity {
+            digest: Some(format!("sha256:{}", "cd".repeat(32))),
+            reference: Some("r/app".into()),
+            ..ImageIdentity::default()
+        });
+        r.findings.push(Finding {
+            exception: Some(AppliedException {
+                owner: "o".into(),
+                reason: "r".into(),
+                expires: "2099-01-01".into(),
+            }),
+            ..Finding::default()
+        });
+        let v = serde_json::to_value(&r).unwrap();
+        let there = |name: &str, got: Option<&Value>| {
+            assert!(
+                got.is_some_and(|g| !g.is_null()),
+                "{name} does not read from a report the model wrote"
+            );
+        };
+        there("tool.name", json_at!(&v, Report => tool.name));
+        there("tool.version", json_at!(&v, Report => tool.version));
+        there("tool.sha256", json_at!(&v, Report => tool.sha256));
+        there("inventory.image", json_at!(&v, Report => inventory.image));
+        there(
+            "image.digest",
+            json_at!(&v, Report => inventory.image => digest),
+        );
+        there(
+            "image.reference",
+            json_at!(&v, Report => inventory.image => reference),
+        );
+        for (name, got) in [
+            ("run.id", json_at!(&v, Report => run.id)),
+            ("run.started", json_at!(&v, Report => run.started)),
+            ("run.finished", json_at!(&v, Report => run.finished)),
+            ("run.nonce", json_at!(&v, Report => run.nonce)),
+            ("run.root", json_at!(&v, Report => run.root)),
+            ("run.workspace", json_at!(&v, Report => run.workspace)),
+            ("run.policy", json_at!(&v, Report => run.policy)),
+            ("run.fail_on", json_at!(&v, Report => run.fail_on)),
+            ("signing.keyid", json_at!(&v, Report => signing => keyid)),
+            (
+                "signing.key_source",
+                json_at!(&v, Report => signing => key_source),
+            ),
+            (
+                "signing.ephemeral",
+                json_at!(&v, Report => signing => ephemeral),
+            ),
+            (
+                "summary.by_severity",
+                json_at!(&v, Report => summary.by_severity),
+            ),
+            ("summary.total", json_at!(&v, Report => summary.total)),
+            ("summary.gating", json_at!(&v, Report => summary.gating)),
+            (
+                "summary.exit_code",
+                json_at!(&v, Report => summary.exit_code),
+            ),
+            ("scorecard.total", json_at!(&v, Report => scorecard.total)),
+            ("scorecard.max", json_at!(&v, Report => scorecard.max)),
+            (
+                "scorecard.assessed",
+                json_at!(&v, Report => scorecard.assessed),
+            ),
+            ("findings", json_at!(&v, Report => findings)),
+        ] {
+            there(name, got);
+        }
+        let f = &v["findings"][0];
+        for (name, got) in [
+            ("id", json_at!(f, Finding => id)),
+            ("code", json_at!(f, Finding => code)),
+            ("severity", json_at!(f, Finding => severity)),
+            ("status", json_at!(f, Finding => status)),
+            ("phase", json_at!(f, Finding => phase)),
+            ("control", json_at!(f, Finding => control)),
+            ("subject", json_at!(f, Finding => subject)),
+            ("message", json_at!(f, Finding => message)),
+            ("evidence", json_at!(f, Finding => evidence)),
+            ("exception", json_at!(f, Finding => exception)),
+        ] {
+            there(&format!("findings[].{name}"), got);
+        }
+        let ex = json_at!(f, Finding => exception).unwrap();
+        there("owner", json_at!(ex, AppliedException => owner));
+        there("reason", json_at!(ex, AppliedException => reason));
+        there("expires", json_at!(ex, AppliedException => expires));
+        // A part that is not an object gives nothing below it, as a JSON
+        // pointer did: never a panic.
+        let odd = serde_json::json!({"run": 5, "signing": [1], "inventory": {"image": "x"}});
+        assert_eq!(json_at!(&odd, Report => run.id), None);
+        assert_eq!(json_at!(&odd, Report => signing => keyid), None);
+        assert_eq!(json_at!(&odd, Report => inventory.image => digest), None);
+    }
 }

@@ -3,7 +3,8 @@
 
 use serde_json::{json, Value};
 
-use crate::finding::{catalog, Finding, Severity, Status};
+use crate::finding::{catalog, AppliedException, Finding, Severity, Status};
+use crate::json_at;
 use crate::model::Report;
 
 pub const SARIF_SCHEMA: &str =
@@ -64,35 +65,49 @@ fn result(f: &Finding) -> Value {
 /// reports exactly as the run does. `rule_index` is the rule's position in
 /// the run's `rules`.
 pub fn result_json(f: &Value, rule_index: Option<usize>) -> Value {
-    let text = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("");
-    let severity: Severity = text("severity").parse().unwrap_or(Severity::Info);
+    // A field of the finding, named through the model (json_at!): a field
+    // renamed in the model does not compile here rather than turn SARIF's
+    // results empty.
+    macro_rules! at {
+        ($f:ident) => {
+            json_at!(f, Finding => $f)
+        };
+    }
+    fn text(v: Option<&Value>) -> &str {
+        v.and_then(Value::as_str).unwrap_or("")
+    }
+    fn given(v: Option<&Value>) -> Value {
+        v.cloned().unwrap_or(Value::Null)
+    }
+    let severity: Severity = text(at!(severity)).parse().unwrap_or(Severity::Info);
     let mut r = json!({
-        "ruleId": text("code"),
+        "ruleId": text(at!(code)),
         "level": level(severity),
-        "message": { "text": text("message") },
-        "partialFingerprints": { "selfprobeFindingId/v1": text("id") },
+        "message": { "text": text(at!(message)) },
+        "partialFingerprints": { "selfprobeFindingId/v1": text(at!(id)) },
         "properties": {
-            "subject": text("subject"),
-            "severity": f.get("severity").cloned().unwrap_or(Value::Null),
-            "status": f.get("status").cloned().unwrap_or(Value::Null),
-            "phase": f.get("phase").cloned().unwrap_or(Value::Null),
-            "control": f.get("control").cloned().unwrap_or(Value::Null),
-            "evidence": f.get("evidence").cloned().unwrap_or_else(|| json!({})),
+            "subject": text(at!(subject)),
+            "severity": given(at!(severity)),
+            "status": given(at!(status)),
+            "phase": given(at!(phase)),
+            "control": given(at!(control)),
+            "evidence": at!(evidence).cloned().unwrap_or_else(|| json!({})),
             "security-severity": security_severity(severity),
         },
     });
     if let Some(i) = rule_index {
         r["ruleIndex"] = json!(i);
     }
-    if text("status") == Status::Unknown.as_str() {
+    if text(at!(status)) == Status::Unknown.as_str() {
         // Could not check: a review item, never a pass; SARIF requires
         // level "none" for any kind but "fail".
         r["kind"] = json!("review");
         r["level"] = json!("none");
     }
-    let subject = text("subject");
-    let path = f
-        .pointer("/evidence/path")
+    let subject = text(at!(subject));
+    // `path` is a key of the evidence map, not a field of the model.
+    let path = at!(evidence)
+        .and_then(|e| e.get("path"))
         .and_then(Value::as_str)
         .map(str::to_string)
         .or_else(|| subject.starts_with('/').then(|| subject.to_string()));
@@ -102,12 +117,16 @@ pub fn result_json(f: &Value, rule_index: Option<usize>) -> Value {
             "message": { "text": p },
         }]);
     }
-    if let Some(ex) = f.get("exception").filter(|e| e.is_object()) {
-        let t = |k: &str| ex.get(k).and_then(Value::as_str).unwrap_or("");
+    if let Some(ex) = at!(exception).filter(|e| e.is_object()) {
         r["suppressions"] = json!([{
             "kind": "external",
             "status": "accepted",
-            "justification": format!("owner {}, expires {}: {}", t("owner"), t("expires"), t("reason")),
+            "justification": format!(
+                "owner {}, expires {}: {}",
+                text(json_at!(ex, AppliedException => owner)),
+                text(json_at!(ex, AppliedException => expires)),
+                text(json_at!(ex, AppliedException => reason))
+            ),
         }]);
     }
     r

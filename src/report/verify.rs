@@ -9,10 +9,15 @@ use serde_json::Value;
 use super::text::sanitize;
 use crate::attest::verify::Verdict;
 use crate::attest::SSHSIG_NAMESPACE;
+use crate::finding::Finding;
+use crate::json_at;
 use crate::keys::{self, VerifyingKey};
+use crate::model::Report;
 
-fn s(v: &Value, ptr: &str) -> String {
-    match v.pointer(ptr) {
+/// A field as the report gives it, shown: a string bare, null or missing
+/// as "-", any other value as its JSON.
+fn s(v: Option<&Value>) -> String {
+    match v {
         Some(Value::String(x)) => sanitize(x),
         Some(Value::Null) | None => "-".into(),
         Some(other) => sanitize(&other.to_string()),
@@ -64,24 +69,33 @@ pub fn render(v: &Verdict) -> String {
     o
 }
 
+/// The attested report, shown as it was signed: read by field name (named
+/// through the model by `json_at!`, so a renamed field does not compile),
+/// each value as the report gives it, not as the model would read it.
 fn render_attested(o: &mut String, p: &Value, nonce_checked: bool) {
+    // A field of the report (`at!(run.id)`), shown.
+    macro_rules! at {
+        ($($f:ident).+) => {
+            s(json_at!(p, Report => $($f).+))
+        };
+    }
     let _ = writeln!(o, "\nAttested:");
     let _ = writeln!(
         o,
         "  probe      {} {}  sha256 {}",
-        s(p, "/tool/name"),
-        s(p, "/tool/version"),
-        s(p, "/tool/sha256")
+        at!(tool.name),
+        at!(tool.version),
+        at!(tool.sha256)
     );
-    let image = match p.pointer("/inventory/image") {
+    let image = match json_at!(p, Report => inventory.image) {
         Some(img) if !img.is_null() => sanitize(&img.to_string()),
         _ => "not recorded".into(),
     };
     let _ = writeln!(o, "  image      {image}");
-    let _ = writeln!(o, "  run        {}", s(p, "/run/id"));
-    let _ = writeln!(o, "  started    {}", s(p, "/run/started"));
-    let _ = writeln!(o, "  finished   {}", s(p, "/run/finished"));
-    let nonce = s(p, "/run/nonce");
+    let _ = writeln!(o, "  run        {}", at!(run.id));
+    let _ = writeln!(o, "  started    {}", at!(run.started));
+    let _ = writeln!(o, "  finished   {}", at!(run.finished));
+    let nonce = at!(run.nonce);
     let _ = writeln!(
         o,
         "  nonce      {nonce}{}",
@@ -91,19 +105,18 @@ fn render_attested(o: &mut String, p: &Value, nonce_checked: bool) {
             " (not checked)"
         }
     );
-    let eph = p.pointer("/signing/ephemeral").and_then(Value::as_bool) == Some(true);
+    let eph = json_at!(p, Report => signing => ephemeral).and_then(Value::as_bool) == Some(true);
     let _ = writeln!(
         o,
         "  key        {} ({}){}",
-        s(p, "/signing/keyid"),
-        s(p, "/signing/key_source"),
+        s(json_at!(p, Report => signing => keyid)),
+        s(json_at!(p, Report => signing => key_source)),
         if eph { "  EPHEMERAL" } else { "" }
     );
-    let _ = writeln!(o, "  root       {}", s(p, "/run/root"));
-    let _ = writeln!(o, "  workspace  {}", s(p, "/run/workspace"));
-    let _ = writeln!(o, "  policy     {}", s(p, "/run/policy"));
-    let by_sev = p
-        .pointer("/summary/by_severity")
+    let _ = writeln!(o, "  root       {}", at!(run.root));
+    let _ = writeln!(o, "  workspace  {}", at!(run.workspace));
+    let _ = writeln!(o, "  policy     {}", at!(run.policy));
+    let by_sev = json_at!(p, Report => summary.by_severity)
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()
@@ -115,30 +128,30 @@ fn render_attested(o: &mut String, p: &Value, nonce_checked: bool) {
     let _ = writeln!(
         o,
         "  scorecard  {}/{} ({} controls assessed)",
-        s(p, "/scorecard/total"),
-        s(p, "/scorecard/max"),
-        s(p, "/scorecard/assessed")
+        at!(scorecard.total),
+        at!(scorecard.max),
+        at!(scorecard.assessed)
     );
     let _ = writeln!(
         o,
         "  findings   {} ({by_sev}); {} at or above fail-on {}; exit code {}",
-        s(p, "/summary/total"),
-        s(p, "/summary/gating"),
-        match p.pointer("/run/fail_on") {
+        at!(summary.total),
+        at!(summary.gating),
+        match json_at!(p, Report => run.fail_on) {
             Some(Value::String(f)) => sanitize(f),
             _ => "none".into(),
         },
-        s(p, "/summary/exit_code"),
+        at!(summary.exit_code),
     );
-    if let Some(fs) = p.pointer("/findings").and_then(Value::as_array) {
+    if let Some(fs) = json_at!(p, Report => findings).and_then(Value::as_array) {
         for f in fs {
             let _ = writeln!(
                 o,
                 "    {:<8} {:<8} {:<28} {}",
-                s(f, "/severity"),
-                s(f, "/status"),
-                s(f, "/code"),
-                s(f, "/subject")
+                s(json_at!(f, Finding => severity)),
+                s(json_at!(f, Finding => status)),
+                s(json_at!(f, Finding => code)),
+                s(json_at!(f, Finding => subject))
             );
         }
     }

@@ -1,6 +1,10 @@
-//! The facts `selfprobe-host diff` compares, taken from a JSON report as
-//! `serde_json::Value`: a report of an older version still compares, and a
-//! field it lacks is `unknown`, never `same`. Each fact has a stable key
+//! The facts `selfprobe-host diff` compares, taken from a report read back
+//! typed (selfprobe::model::read), each field named through the model
+//! (`section!`, `given!`), so a field renamed in the model does not compile
+//! here rather than turn every fact unknown. A report of an older version
+//! still compares: a field it lacks is `unknown`, never `same` nor the
+//! model's default; a section that does not read as the model's type is
+//! unknown as a whole, with serde's reason. Each fact has a stable key
 //! (docs/parity.md lists them, and a test holds that list to [`KEYS`]) and
 //! one of the blueprint's six axes of "false production parity", plus the
 //! toolchain.
@@ -13,6 +17,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use serde_json::{json, Value};
+
+use selfprobe::facts::boundary::{Boundary, Kind};
+use selfprobe::facts::mounts::MountEntry;
+use selfprobe::finding::Code;
+use selfprobe::given;
+use selfprobe::model::read::Read;
+use selfprobe::model::Report;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -93,7 +104,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("network.proxy.https", "network.proxy.https (credentials redacted), or none"),
     ("network.proxy.all", "network.proxy.all (credentials redacted), or none"),
     ("network.no_proxy", "network.proxy.no_proxy"),
-    ("network.dns.nameservers", "network.resolver.nameservers"),
+    ("network.dns.nameservers", "network.resolver => nameservers"),
     ("network.dns.search", "network.resolver.search"),
     ("network.interfaces", "namespaces.interfaces: the network interfaces seen"),
     ("storage.workspace.path", "mounts.workspace.path"),
@@ -162,22 +173,31 @@ impl FactSet {
     }
 }
 
-fn present(v: Option<&Value>) -> Option<&Value> {
-    v.filter(|v| !v.is_null())
+/// A typed value as the report gives it: the model writes back what it
+/// read (tests/it/common/roundtrip.rs holds every report to its bytes), so
+/// this is the JSON the report has there.
+fn v<T: Serialize>(t: &T) -> Value {
+    serde_json::to_value(t).unwrap_or(Value::Null)
 }
 
-fn s(v: &Value, k: &str) -> String {
-    v.get(k)
-        .map(|x| match x {
-            Value::String(s) => s.clone(),
-            Value::Null => String::new(),
-            other => other.to_string(),
-        })
-        .unwrap_or_default()
+/// Not null.
+fn present(x: Value) -> Option<Value> {
+    (!x.is_null()).then_some(x)
+}
+
+/// A typed value as text: strings bare, null (an absent `Option`) empty,
+/// the rest as JSON.
+fn s<T: Serialize>(t: &T) -> String {
+    match v(t) {
+        Value::String(s) => s,
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
 }
 
 struct Builder<'a> {
-    r: &'a Value,
+    /// The report, read typed (model::read).
+    read: &'a Read,
     out: FactSet,
     /// probe name → (status, reason) from the report's probes[].
     probes: BTreeMap<String, (String, String)>,
@@ -185,7 +205,24 @@ struct Builder<'a> {
     partly: BTreeSet<String>,
 }
 
+/// inventory.<name> of the builder's report, or why it is missing: the
+/// section named through the model, so a renamed one does not compile.
+macro_rules! section {
+    ($b:expr, $name:ident, $probe:literal) => {{
+        let read: &Read = $b.read;
+        $b.section(
+            read.report.inventory.$name.as_ref(),
+            stringify!($name),
+            $probe,
+        )
+    }};
+}
+
 impl<'a> Builder<'a> {
+    fn report(&self) -> &'a Report {
+        &self.read.report
+    }
+
     fn put(&mut self, key: impl Into<String>, obs: Obs) {
         self.out.facts.insert(key.into(), obs);
     }
@@ -211,12 +248,16 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// inventory.<name>, or why it is missing.
-    fn section(&self, name: &str, probe: &str) -> Result<&'a Value, String> {
-        match present(self.r.pointer(&format!("/inventory/{name}"))) {
+    /// A section (`section!`), or why it is missing: absent or null, or
+    /// there but not readable as the model's type (model::read).
+    fn section<T>(&self, sec: Option<&'a T>, name: &str, probe: &str) -> Result<&'a T, String> {
+        match sec {
             Some(v) => Ok(v),
             None => Err(self.probe_problem(probe).unwrap_or_else(|| {
-                format!("the report has no inventory.{name} (an older version, or the {probe} probe did not finish)")
+                match self.read.malformed().get(&format!("inventory.{name}")) {
+                    Some(why) => format!("the report's inventory.{name} does not read ({why})"),
+                    None => format!("the report has no inventory.{name} (an older version, or the {probe} probe did not finish)"),
+                }
             })),
         }
     }
@@ -232,18 +273,19 @@ impl<'a> Builder<'a> {
         self.out.partial.push((prefix.to_string(), why.into()));
     }
 
-    /// A fixed key read at `ptr` inside `sec`; null or missing is unknown.
-    fn field(
+    /// A fixed key, `get` from `sec`; None (the report does not give it, or
+    /// gives null) is unknown.
+    fn field<T>(
         &mut self,
         key: &str,
-        sec: &Result<&Value, String>,
-        ptr: &str,
+        sec: &Result<&T, String>,
+        get: impl FnOnce(&T) -> Option<Value>,
         map: fn(&Value) -> Obs,
     ) {
         let obs = match sec {
             Err(why) => Obs::Unknown(why.clone()),
-            Ok(v) => match present(v.pointer(ptr)) {
-                Some(x) => map(x),
+            Ok(x) => match get(x) {
+                Some(x) => map(&x),
                 None => Obs::Unknown(format!("the report does not record {key}")),
             },
         };
@@ -259,27 +301,25 @@ fn plain(v: &Value) -> Obs {
     }
 }
 
-pub fn extract(r: &Value) -> FactSet {
-    let mut probes = BTreeMap::new();
-    for p in r
-        .get("probes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        probes.insert(s(p, "name"), (s(p, "status"), s(p, "reason")));
-    }
+/// The facts of a report, read typed (model::read): what it leaves out is
+/// unknown, never the model's default.
+pub fn extract(report: &Value) -> FactSet {
+    let read = &Read::from_value(report);
+    let r = &read.report;
+    let probes = r
+        .probes
+        .iter()
+        .map(|p| (s(&p.name), (s(&p.status), s(&p.reason))))
+        .collect();
     let partly = r
-        .get("findings")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|f| f.get("code").and_then(Value::as_str) == Some("probe.incomplete"))
-        .filter_map(|f| f.pointer("/evidence/probe").and_then(Value::as_str))
+        .findings
+        .iter()
+        .filter(|f| f.code == Code::ProbeIncomplete.as_str())
+        .filter_map(|f| f.evidence.get("probe").and_then(Value::as_str))
         .map(str::to_string)
         .collect();
     let mut b = Builder {
-        r,
+        read,
         out: FactSet::default(),
         probes,
         partly,
@@ -294,32 +334,54 @@ pub fn extract(r: &Value) -> FactSet {
 }
 
 fn architecture_and_kernel(b: &mut Builder) {
-    let bd = b.section("boundary", "boundary");
+    let read = b.read;
+    let bd = section!(b, boundary, "boundary");
     let platform = match &bd {
-        Ok(v) => match present(v.get("platform")) {
-            Some(p) => Ok(p),
-            None => Err("the report has no boundary.platform (it predates it)".to_string()),
-        },
+        Ok(v) if given!(read, inventory.boundary => platform).value() => Ok(&v.platform),
+        Ok(_) => Err("the report has no boundary.platform (it predates it)".to_string()),
         Err(e) => Err(e.clone()),
     };
-    b.field("architecture.machine", &platform, "/machine", plain);
-    b.field("architecture.page_size", &platform, "/page_size", plain);
-    b.field("architecture.cpus", &platform, "/cpus", plain);
-    b.field("architecture.virtualized", &bd, "/virtualized", plain);
-    b.field("kernel.release", &platform, "/kernel_release", plain);
-    b.field("kernel.cgroup", &platform, "/cgroup", plain);
-    let pr = b.section("privilege", "privilege");
+    b.field(
+        "architecture.machine",
+        &platform,
+        |p| present(v(&p.machine)),
+        plain,
+    );
+    b.field(
+        "architecture.page_size",
+        &platform,
+        |p| present(v(&p.page_size)),
+        plain,
+    );
+    b.field(
+        "architecture.cpus",
+        &platform,
+        |p| present(v(&p.cpus)),
+        plain,
+    );
+    b.field(
+        "architecture.virtualized",
+        &bd,
+        |d| {
+            given!(read, inventory.boundary => virtualized)
+                .value()
+                .then(|| v(&d.virtualized))
+        },
+        plain,
+    );
+    b.field(
+        "kernel.release",
+        &platform,
+        |p| present(v(&p.kernel_release)),
+        plain,
+    );
+    b.field("kernel.cgroup", &platform, |p| present(v(&p.cgroup)), plain);
+    let pr = section!(b, privilege, "privilege");
     let lsm = match &pr {
         Err(e) => Obs::Unknown(e.clone()),
         Ok(p) => {
-            let unread = p
-                .get("incomplete")
-                .and_then(Value::as_array)
-                .is_some_and(|a| {
-                    a.iter()
-                        .any(|e| e.get(0).and_then(Value::as_str) == Some("lsm"))
-                });
-            match (unread, present(p.get("lsm_label")).and_then(Value::as_str)) {
+            let unread = p.incomplete.iter().any(|(what, _)| what == "lsm");
+            match (unread, &p.lsm_label) {
                 (true, _) => Obs::Unknown("the LSM label could not be read".into()),
                 (false, None) => Obs::Value("none".into()),
                 (false, Some(l)) => Obs::Value(lsm_of(l).into()),
@@ -327,12 +389,17 @@ fn architecture_and_kernel(b: &mut Builder) {
         }
     };
     b.put("kernel.lsm", lsm);
-    b.field("kernel.seccomp", &pr, "/seccomp", |v| match v.as_u64() {
-        Some(0) => Obs::Value("disabled".into()),
-        Some(1) => Obs::Value("strict".into()),
-        Some(2) => Obs::Value("filter".into()),
-        _ => Obs::Unknown(format!("seccomp mode {v}")),
-    });
+    b.field(
+        "kernel.seccomp",
+        &pr,
+        |p| p.seccomp.map(Value::from),
+        |v| match v.as_u64() {
+            Some(0) => Obs::Value("disabled".into()),
+            Some(1) => Obs::Value("strict".into()),
+            Some(2) => Obs::Value("filter".into()),
+            _ => Obs::Unknown(format!("seccomp mode {v}")),
+        },
+    );
 }
 
 /// An LSM label as a fact that is the same for two runs of one profile:
@@ -348,7 +415,8 @@ fn lsm_of(label: &str) -> String {
 }
 
 fn network(b: &mut Builder) {
-    let net = b.section("network", "network");
+    let read = b.read;
+    let net = section!(b, network, "network");
     match &net {
         Err(why) => {
             let why = why.clone();
@@ -367,38 +435,40 @@ fn network(b: &mut Builder) {
         }
         Ok(n) => {
             let n = *n;
-            b.field("network.assessed", &net, "/assessed", plain);
-            for d in n
-                .get("destinations")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let key = format!("network.{}", s(d, "destination"));
-                let contract = s(d, "contract");
-                let v = format!(
-                    "{} {}, contract {}",
-                    s(d, "list"),
-                    s(d, "outcome"),
-                    contract
-                );
+            b.field(
+                "network.assessed",
+                &net,
+                |n| {
+                    given!(read, inventory.network => assessed)
+                        .value()
+                        .then(|| v(&n.assessed))
+                },
+                plain,
+            );
+            for d in &n.destinations {
+                let key = format!("network.{}", s(&d.destination));
+                let contract = s(&d.contract);
+                let v = format!("{} {}, contract {}", s(&d.list), s(&d.outcome), contract);
                 if contract == "unknown" {
                     b.unknown(key, v);
                 } else {
                     b.val(key, v);
                 }
             }
-            if n.get("destinations").is_none() {
+            if !given!(read, inventory.network => destinations).key() {
                 b.partial(
                     "network.",
                     "the report does not list the destinations tried",
                 );
             }
-            for p in ["http", "https", "all"] {
-                let v = present(n.pointer(&format!("/proxy/{p}")))
-                    .cloned()
-                    .unwrap_or_else(|| "none".into());
-                if n.get("proxy").is_some() {
+            let proxy_given = given!(read, inventory.network => proxy).key();
+            for (p, set) in [
+                ("http", &n.proxy.http),
+                ("https", &n.proxy.https),
+                ("all", &n.proxy.all),
+            ] {
+                let v = set.clone().map_or_else(|| "none".into(), Value::from);
+                if proxy_given {
                     b.val(format!("network.proxy.{p}"), v);
                 } else {
                     b.unknown(
@@ -407,24 +477,60 @@ fn network(b: &mut Builder) {
                     );
                 }
             }
-            b.field("network.no_proxy", &net, "/proxy/no_proxy", plain);
-            let resolver = match present(n.get("resolver")) {
+            b.field(
+                "network.no_proxy",
+                &net,
+                |n| {
+                    given!(read, inventory.network => proxy.no_proxy)
+                        .value()
+                        .then(|| v(&n.proxy.no_proxy))
+                },
+                plain,
+            );
+            let resolver = match &n.resolver {
                 Some(r) => Ok(r),
                 None => Err("the resolver configuration was not read (an older report, or its files did not answer)".to_string()),
             };
-            b.field("network.dns.nameservers", &resolver, "/nameservers", plain);
-            b.field("network.dns.search", &resolver, "/search", plain);
+            b.field(
+                "network.dns.nameservers",
+                &resolver,
+                |r| {
+                    given!(read, inventory.network => resolver => nameservers)
+                        .value()
+                        .then(|| v(&r.nameservers))
+                },
+                plain,
+            );
+            b.field(
+                "network.dns.search",
+                &resolver,
+                |r| {
+                    given!(read, inventory.network => resolver => search)
+                        .value()
+                        .then(|| v(&r.search))
+                },
+                plain,
+            );
         }
     }
-    let ns = b.section("namespaces", "namespaces");
-    b.field("network.interfaces", &ns, "/interfaces", plain);
+    let ns = section!(b, namespaces, "namespaces");
+    b.field(
+        "network.interfaces",
+        &ns,
+        |n| {
+            given!(read, inventory.namespaces => interfaces)
+                .value()
+                .then(|| v(&n.interfaces))
+        },
+        plain,
+    );
 }
 
 /// Mount classes that are the kernel's or the engine's masks, not storage
 /// the workspace chose: left out of storage.mount.
-fn storage_mount(m: &Value) -> bool {
-    let mp = s(m, "mount_point");
-    let class = s(m, "class");
+fn storage_mount(m: &MountEntry) -> bool {
+    let mp = s(&m.mount.mount_point);
+    let class = s(&m.class);
     !(class == "pseudo"
         || class == "probe-binary"
         || mp.starts_with("/proc/")
@@ -432,49 +538,52 @@ fn storage_mount(m: &Value) -> bool {
 }
 
 fn storage(b: &mut Builder) {
-    let mounts = b.section("mounts", "mounts");
+    let read = b.read;
+    let mounts = section!(b, mounts, "mounts");
     let ws = match &mounts {
-        Ok(m) => match present(m.get("workspace")) {
+        Ok(m) => match &m.workspace {
             Some(w) => Ok(w),
             None => Err("no workspace was declared (--workspace, the policy's workspace.path or a git root)".to_string()),
         },
         Err(e) => Err(e.clone()),
     };
-    b.field("storage.workspace.path", &ws, "/path", plain);
+    b.field(
+        "storage.workspace.path",
+        &ws,
+        |w| {
+            given!(read, inventory.mounts => workspace => path)
+                .value()
+                .then(|| v(&w.path))
+        },
+        plain,
+    );
     match (&mounts, &ws) {
         (Ok(m), Ok(w)) => {
-            let all = m
-                .get("mounts")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let on = w.get("mount_id").and_then(Value::as_u64).and_then(|id| {
-                all.iter()
-                    .find(|e| e.get("id").and_then(Value::as_u64) == Some(id))
-            });
+            let on = w
+                .mount_id
+                .and_then(|id| m.mounts.iter().find(|e| e.mount.id == id));
             match on {
-                Some(e) if s(e, "class") == "workspace" => {
-                    let volume = e
-                        .get("kinds")
-                        .and_then(Value::as_array)
-                        .is_some_and(|k| k.iter().any(|x| x == "volume"));
+                Some(e) if s(&e.class) == "workspace" => {
+                    let volume = e.kinds.iter().any(|k| k == "volume");
                     b.val(
                         "storage.workspace.placement",
                         if volume { "volume" } else { "bind" },
                     );
-                    b.field("storage.workspace.read_only", &Ok(e), "/read_only", plain);
+                    b.val("storage.workspace.read_only", e.read_only);
                 }
                 Some(e) => {
-                    let class = s(e, "class");
+                    let class = s(&e.class);
                     let place = if class == "root-fs" {
                         "image".to_string()
                     } else {
                         class
                     };
                     b.val("storage.workspace.placement", place);
-                    b.field("storage.workspace.read_only", &Ok(e), "/read_only", plain);
+                    b.val("storage.workspace.read_only", e.read_only);
                 }
-                None if w.get("exists") == Some(&Value::Bool(false)) => {
+                None if given!(read, inventory.mounts => workspace => exists).value()
+                    && !w.exists =>
+                {
                     b.val("storage.workspace.placement", "missing");
                     b.unknown(
                         "storage.workspace.read_only",
@@ -501,23 +610,14 @@ fn storage(b: &mut Builder) {
     }
     match &mounts {
         Ok(m) => {
-            for e in m
-                .get("mounts")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
+            for e in &m.mounts {
                 if !storage_mount(e) {
                     continue;
                 }
-                let ro = if e.get("read_only") == Some(&Value::Bool(true)) {
-                    "ro"
-                } else {
-                    "rw"
-                };
+                let ro = if e.read_only { "ro" } else { "rw" };
                 b.val(
-                    format!("storage.mount.{}", s(e, "mount_point")),
-                    format!("{} {ro}", s(e, "class")),
+                    format!("storage.mount.{}", s(&e.mount.mount_point)),
+                    format!("{} {ro}", s(&e.class)),
                 );
             }
             b.partial_if("storage.mount.", "mounts");
@@ -527,50 +627,40 @@ fn storage(b: &mut Builder) {
             b.partial("storage.mount.", why);
         }
     }
-    let wr = b.section("writable", "writable");
+    let wr = section!(b, writable, "writable");
     b.field(
         "storage.root.read_only",
         &wr,
-        "/rootfs_read_only_mount",
+        |w| {
+            given!(read, inventory.writable => rootfs_read_only_mount)
+                .value()
+                .then(|| v(&w.rootfs_read_only_mount))
+        },
         plain,
     );
-    match b.section("teardown", "teardown") {
+    match section!(b, teardown, "teardown") {
         Ok(t) => {
-            for p in t
-                .get("persistent")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let w = if p.get("writable") == Some(&Value::Bool(true)) {
-                    "writable"
-                } else {
-                    "read-only"
-                };
+            for p in &t.persistent {
+                let w = if p.writable { "writable" } else { "read-only" };
                 b.val(
-                    format!("storage.persistent.{}", s(p, "path")),
-                    format!("{} {w}", s(p, "class")),
+                    format!("storage.persistent.{}", s(&p.path)),
+                    format!("{} {w}", s(&p.class)),
                 );
             }
             b.partial_if("storage.persistent.", "teardown");
         }
         Err(why) => b.partial("storage.persistent.", why),
     }
-    match b.section("caches", "caches") {
+    match section!(b, caches, "caches") {
         Ok(c) => {
-            for e in c
-                .get("caches")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
+            for e in &c.caches {
                 b.val(
-                    format!("storage.cache.{}", s(e, "path")),
+                    format!("storage.cache.{}", s(&e.path)),
                     format!(
                         "{} on {}, {}",
-                        s(e, "name"),
-                        s(e, "mount_class"),
-                        s(e, "retention")
+                        s(&e.name),
+                        s(&e.placement.mount_class),
+                        s(&e.placement.retention)
                     ),
                 );
             }
@@ -581,7 +671,7 @@ fn storage(b: &mut Builder) {
 }
 
 fn secrets(b: &mut Builder) {
-    let sec = match b.section("secrets", "secrets") {
+    let sec = match section!(b, secrets, "secrets") {
         Ok(v) => v,
         Err(why) => {
             b.partial("secrets.", why);
@@ -589,132 +679,85 @@ fn secrets(b: &mut Builder) {
         }
     };
     b.partial_if("secrets.", "secrets");
-    if sec.get("checks_truncated") == Some(&Value::Bool(true)) {
+    if sec.checks_truncated {
         b.partial("secrets.file.", "the credential search hit its budget");
     }
-    for e in sec
-        .get("env")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        b.val(format!("secrets.env.{}", s(e, "name")), s(e, "kind"));
+    for e in &sec.env {
+        b.val(format!("secrets.env.{}", s(&e.name)), s(&e.kind));
     }
-    for h in sec
-        .pointer("/processes/hits")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        for e in h
-            .get("variables")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+    for h in &sec.processes.hits {
+        for e in &h.variables {
             b.val(
-                format!("secrets.process_env.{}.{}", s(h, "comm"), s(e, "name")),
-                s(e, "kind"),
+                format!("secrets.process_env.{}.{}", s(&h.comm), s(&e.name)),
+                s(&e.kind),
             );
         }
     }
-    if sec.pointer("/processes/truncated") == Some(&Value::Bool(true)) {
+    if sec.processes.truncated {
         b.partial(
             "secrets.process_env.",
             "the scan of other processes was cut short",
         );
     }
-    for f in sec
-        .get("files")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        if present(f.get("package_tree")).is_some() {
+    for f in &sec.files {
+        if f.package_tree.is_some() {
             continue;
         }
-        b.val(format!("secrets.file.{}", s(f, "path")), s(f, "kind"));
+        b.val(format!("secrets.file.{}", s(&f.path)), s(&f.kind));
     }
-    for a in sec
-        .get("agents")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for a in &sec.agents {
         b.val(
-            format!("secrets.agent.{}", s(a, "path")),
-            format!("{} {}", s(a, "protocol"), s(a, "outcome"))
+            format!("secrets.agent.{}", s(&a.path)),
+            format!("{} {}", s(&a.protocol), s(&a.outcome))
                 .trim()
                 .to_string(),
         );
     }
-    for h in sec
-        .get("helpers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let fw = if h.get("forwarded") == Some(&Value::Bool(true)) {
-            "forwarded"
-        } else {
-            "local"
-        };
+    for h in &sec.helpers {
+        let fw = if h.forwarded { "forwarded" } else { "local" };
         b.val(
-            format!("secrets.helper.{}", s(h, "subject")),
-            format!("{} {fw}", s(h, "kind")),
+            format!("secrets.helper.{}", s(&h.subject)),
+            format!("{} {fw}", s(&h.kind)),
         );
     }
     // A token's lifetime against the policy is what the run found: its
     // secret.token-* findings, whose subject is the token's source.
     let mut life: BTreeMap<String, &'static str> = BTreeMap::new();
-    for f in
-        b.r.get("findings")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-    {
-        let verdict = match f.get("code").and_then(Value::as_str) {
-            Some("secret.token-long-lived") => "longer than max_token_ttl",
-            Some("secret.token-expired") => "expired",
-            _ => continue,
+    for f in &b.report().findings {
+        let verdict = if f.code == Code::SecretTokenLongLived.as_str() {
+            "longer than max_token_ttl"
+        } else if f.code == Code::SecretTokenExpired.as_str() {
+            "expired"
+        } else {
+            continue;
         };
-        life.insert(s(f, "subject"), verdict);
+        life.insert(s(&f.subject), verdict);
     }
-    for t in sec
-        .get("tokens")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let src = s(t, "source");
+    for t in &sec.tokens {
+        let src = s(&t.source);
         let l = life.get(&src).copied().unwrap_or("within max_token_ttl");
         b.val(
             format!("secrets.token.{src}"),
-            format!("{}, {l}", s(t, "kind")),
+            format!("{}, {l}", s(&t.kind)),
         );
     }
-    for m in sec
-        .pointer("/mcp/servers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for m in &sec.mcp.servers {
         b.val(
-            format!("secrets.mcp.{}.{}", s(m, "client"), s(m, "name")),
-            s(m, "transport"),
+            format!("secrets.mcp.{}.{}", s(&m.client), s(&m.name)),
+            s(&m.transport),
         );
     }
 }
 
 /// Where a held capability acts: what differs between a rootful and a
 /// rootless run of the same container, whose capability sets are the same.
-fn cap_scope(bd: &Value) -> Result<&'static str, String> {
-    match bd.get("kind").and_then(Value::as_str) {
-        Some("sandbox") => return Ok("sandbox"),
-        Some("vm-container") => return Ok("vm"),
+fn cap_scope(bd: &Boundary) -> Result<&'static str, String> {
+    match bd.kind {
+        Kind::Sandbox => return Ok("sandbox"),
+        Kind::VmContainer => return Ok("vm"),
         _ => {}
     }
-    match bd.get("rootless").and_then(Value::as_bool) {
+    match bd.rootless {
         Some(true) => Ok("user-namespace"),
         Some(false) => Ok("host"),
         None => Err("whether uid 0 maps to the host's is unknown (boundary.rootless)".into()),
@@ -722,21 +765,52 @@ fn cap_scope(bd: &Value) -> Result<&'static str, String> {
 }
 
 fn orchestration(b: &mut Builder) {
-    let bd = b.section("boundary", "boundary");
-    for f in ["kind", "engine", "runtime", "rootless"] {
-        b.field(&format!("boundary.{f}"), &bd, &format!("/{f}"), plain);
-    }
-    match (b.section("privilege", "privilege"), bd.clone()) {
+    let read = b.read;
+    let bd = section!(b, boundary, "boundary");
+    b.field(
+        "boundary.kind",
+        &bd,
+        |d| {
+            given!(read, inventory.boundary => kind)
+                .value()
+                .then(|| v(&d.kind))
+        },
+        plain,
+    );
+    b.field(
+        "boundary.engine",
+        &bd,
+        |d| {
+            given!(read, inventory.boundary => engine)
+                .value()
+                .then(|| v(&d.engine))
+        },
+        plain,
+    );
+    b.field(
+        "boundary.runtime",
+        &bd,
+        |d| {
+            given!(read, inventory.boundary => runtime)
+                .value()
+                .then(|| v(&d.runtime))
+        },
+        plain,
+    );
+    b.field("boundary.rootless", &bd, |d| present(v(&d.rootless)), plain);
+    match (section!(b, privilege, "privilege"), bd.clone()) {
         (Ok(p), Ok(bdv)) => {
-            let eff = p.pointer("/caps/effective").and_then(Value::as_u64);
-            let last = p
-                .get("caps_named_to")
-                .and_then(Value::as_u64)
-                .or_else(|| p.get("cap_last_cap").and_then(Value::as_u64))
-                .unwrap_or(63);
+            let eff = given!(read, inventory.privilege => caps.effective)
+                .value()
+                .then_some(p.caps.effective);
+            let last = if given!(read, inventory.privilege => caps_named_to).value() {
+                p.caps_named_to
+            } else {
+                p.cap_last_cap.unwrap_or(63)
+            };
             match (eff, cap_scope(bdv)) {
                 (Some(mask), Ok(scope)) => {
-                    for name in selfprobe::catalog::capability_names(mask, last as u32) {
+                    for name in selfprobe::catalog::capability_names(mask, last) {
                         b.val(format!("capabilities.{name}"), scope);
                     }
                 }
@@ -745,7 +819,7 @@ fn orchestration(b: &mut Builder) {
                     "the effective capability set is not recorded",
                 ),
                 (Some(mask), Err(why)) => {
-                    for name in selfprobe::catalog::capability_names(mask, last as u32) {
+                    for name in selfprobe::catalog::capability_names(mask, last) {
                         b.unknown(format!("capabilities.{name}"), why.clone());
                     }
                 }
@@ -754,135 +828,112 @@ fn orchestration(b: &mut Builder) {
         (Err(why), _) | (_, Err(why)) => b.partial("capabilities.", why),
     }
     namespaces(b);
-    match b.section("devices", "devices") {
+    match section!(b, devices, "devices") {
         Ok(d) => {
-            for n in d
-                .get("nodes")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let r = n.get("readable") == Some(&Value::Bool(true));
-                let w = n.get("writable") == Some(&Value::Bool(true));
-                let v = match (r, w) {
+            for n in &d.nodes {
+                let v = match (n.readable, n.writable) {
                     (true, true) => "rw",
                     (true, false) => "r",
                     (false, true) => "w",
                     (false, false) => "-",
                 };
-                b.val(format!("devices.{}", s(n, "path")), v);
+                b.val(format!("devices.{}", s(&n.path)), v);
             }
             b.partial_if("devices.", "devices");
-            if d.get("truncated") == Some(&Value::Bool(true)) {
+            if d.truncated {
                 b.partial("devices.", "the device list was cut short");
             }
         }
         Err(why) => b.partial("devices.", why),
     }
-    match b.section("sockets", "sockets") {
+    match section!(b, sockets, "sockets") {
         Ok(so) => {
-            for x in so
-                .get("sockets")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
+            for x in &so.sockets {
                 b.val(
-                    format!("sockets.{}", s(x, "path")),
-                    format!("{} {}", s(x, "engine"), s(x, "outcome")),
+                    format!("sockets.{}", s(&x.path)),
+                    format!("{} {}", s(&x.engine), s(&x.outcome)),
                 );
             }
-            for t in so
-                .get("tcp_endpoints")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let (ep, from) = (
-                    t.get(0).and_then(Value::as_str).unwrap_or(""),
-                    t.get(1).and_then(Value::as_str).unwrap_or(""),
-                );
-                b.val(format!("sockets.tcp.{ep}"), from);
+            for (ep, from) in &so.tcp_endpoints {
+                b.val(format!("sockets.tcp.{ep}"), from.as_str());
             }
             b.partial_if("sockets.", "sockets");
-            if so
-                .get("walk_truncated")
-                .and_then(Value::as_array)
-                .is_some_and(|a| !a.is_empty())
-            {
+            if !so.walk_truncated.is_empty() {
                 b.partial("sockets.", "the search for sockets was cut short");
             }
         }
         Err(why) => b.partial("sockets.", why),
     }
-    let pr = b.section("privilege", "privilege");
-    b.field("user.uid", &pr, "/uid/1", plain);
-    b.field("user.gid", &pr, "/gid/1", plain);
-    let rp = b.section("rootpaths", "rootpaths");
-    b.field("user.name", &rp, "/user", plain);
-    b.field("user.uid_map", &pr, "/uid_map", |v| {
-        let ranges: Vec<String> = v
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|r| {
-                let n: Vec<String> = r
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|x| x.to_string())
-                    .collect();
-                n.join(" ")
-            })
-            .collect();
-        if ranges.is_empty() {
-            Obs::Unknown("the uid map is empty".into())
-        } else {
-            Obs::Value(ranges.join(", ").into())
-        }
-    });
-    b.field("user.no_new_privs", &pr, "/no_new_privs", plain);
+    let pr = section!(b, privilege, "privilege");
+    b.field("user.uid", &pr, |p| p.uid.get(1).map(|&n| n.into()), plain);
+    b.field("user.gid", &pr, |p| p.gid.get(1).map(|&n| n.into()), plain);
+    let rp = section!(b, rootpaths, "rootpaths");
+    b.field("user.name", &rp, |r| present(v(&r.user)), plain);
+    b.field(
+        "user.uid_map",
+        &pr,
+        |p| {
+            given!(read, inventory.privilege => uid_map)
+                .value()
+                .then(|| v(&p.uid_map))
+        },
+        |v| {
+            let ranges: Vec<String> = v
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| {
+                    let n: Vec<String> = r
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|x| x.to_string())
+                        .collect();
+                    n.join(" ")
+                })
+                .collect();
+            if ranges.is_empty() {
+                Obs::Unknown("the uid map is empty".into())
+            } else {
+                Obs::Value(ranges.join(", ").into())
+            }
+        },
+    );
+    b.field(
+        "user.no_new_privs",
+        &pr,
+        |p| present(v(&p.no_new_privs)),
+        plain,
+    );
 }
 
 fn namespaces(b: &mut Builder) {
-    let ns = match b.section("namespaces", "namespaces") {
+    let ns = match section!(b, namespaces, "namespaces") {
         Ok(n) => n,
         Err(why) => {
             b.partial("namespaces.", why);
             return;
         }
     };
-    let shared: BTreeSet<String> =
-        b.r.get("findings")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|f| f.get("code").and_then(Value::as_str))
-            .filter_map(|c| c.strip_prefix("ns.host-"))
-            .map(str::to_string)
-            .collect();
-    let absent: BTreeSet<&str> = ns
-        .get("absent")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
+    let shared: BTreeSet<&str> = b
+        .report()
+        .findings
+        .iter()
+        .filter_map(|f| f.code.strip_prefix("ns.host-"))
         .collect();
     for (name, init) in selfprobe::facts::boundary::INIT_INODES {
-        let ino = ns
-            .pointer(&format!("/inodes/{name}"))
-            .and_then(Value::as_u64);
+        let ino = ns.inodes.get(*name).copied();
         let key = format!("namespaces.{name}");
         if shared.contains(*name) || ino == Some(*init) {
             b.val(key, "host");
         } else if ino.is_some() {
             b.val(key, "own");
-        } else if absent.contains(name) {
+        } else if ns.absent.iter().any(|a| a == name) {
             b.val(key, "absent");
         } else {
             let why = ns
-                .pointer(&format!("/unreadable/{name}"))
-                .and_then(Value::as_str)
+                .unreadable
+                .get(*name)
                 .map(|w| format!("/proc/self/ns/{name} could not be read: {w}"))
                 .unwrap_or_else(|| format!("the report does not record the {name} namespace"));
             b.unknown(key, why);
@@ -891,24 +942,35 @@ fn namespaces(b: &mut Builder) {
 }
 
 fn toolchain(b: &mut Builder) {
-    let img = b.section("image", "repro");
+    let read = b.read;
+    let img = section!(b, image, "repro");
     let os = match &img {
         Err(e) => Obs::Unknown(e.clone()),
         Ok(i) => {
-            let id = i.pointer("/os_release/ID").and_then(Value::as_str);
-            let ver = i.pointer("/os_release/VERSION_ID").and_then(Value::as_str);
+            let id = i.os_release.get("ID");
+            let ver = i.os_release.get("VERSION_ID");
             match (id, ver) {
                 (Some(id), Some(v)) => Obs::Value(format!("{id} {v}").into()),
-                (Some(id), None) => Obs::Value(id.into()),
+                (Some(id), None) => Obs::Value(id.as_str().into()),
                 _ => Obs::Unknown("the image has no /etc/os-release".into()),
             }
         }
     };
     b.put("image.os", os);
-    b.field("image.reference", &img, "/reference", plain);
-    b.field("image.digest", &img, "/digest", plain);
-    b.field("image.id", &img, "/image_id/value", plain);
-    let repro = match b.section("repro", "repro") {
+    b.field("image.reference", &img, |i| present(v(&i.reference)), plain);
+    b.field("image.digest", &img, |i| present(v(&i.digest)), plain);
+    b.field(
+        "image.id",
+        &img,
+        |i| {
+            let id = i.image_id.as_ref()?;
+            given!(read, inventory.image => image_id => value)
+                .value()
+                .then(|| v(&id.value))
+        },
+        plain,
+    );
+    let repro = match section!(b, repro, "repro") {
         Ok(r) => r,
         Err(why) => {
             for p in ["tools.", "lockfiles.", "pins.", "setup."] {
@@ -920,65 +982,37 @@ fn toolchain(b: &mut Builder) {
     for p in ["tools.", "lockfiles.", "pins.", "setup."] {
         b.partial_if(p, "repro");
     }
-    if present(repro.get("walk_truncated")).is_some()
-        || present(repro.get("workspace_unreadable")).is_some()
-    {
+    if repro.walk_truncated.is_some() || repro.workspace_unreadable.is_some() {
         for p in ["lockfiles.", "pins.", "setup."] {
             b.partial(p, "the workspace walk was cut short or unreadable");
         }
     }
-    for t in repro
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let key = format!("tools.{}", s(t, "tool"));
-        match present(t.get("version")).and_then(Value::as_str) {
-            Some(v) => b.val(key, v),
+    for t in &repro.tools {
+        let key = format!("tools.{}", s(&t.tool));
+        match &t.version {
+            Some(v) => b.val(key, v.as_str()),
             None => b.unknown(
                 key,
-                format!("its version could not be read ({})", s(t, "status")),
+                format!("its version could not be read ({})", s(&t.status)),
             ),
         }
     }
-    for m in repro
-        .get("manifests")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let lock = present(m.get("lockfile"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .unwrap_or_else(|| "missing".into());
-        b.val(format!("lockfiles.{}", s(m, "path")), lock);
+    for m in &repro.manifests {
+        let lock = m.lockfile.clone().unwrap_or_else(|| "missing".into());
+        b.val(format!("lockfiles.{}", s(&m.path)), lock);
     }
-    for p in repro
-        .get("tool_pins")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        b.val(
-            format!("pins.{}.{}", s(p, "file"), s(p, "tool")),
-            s(p, "version"),
-        );
+    for p in &repro.tool_pins {
+        b.val(format!("pins.{}.{}", s(&p.file), s(&p.tool)), s(&p.version));
     }
-    for c in repro
-        .get("setup_contract")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let pins = if c.get("pins_image") == Some(&Value::Bool(true)) {
+    for c in &repro.setup_contract {
+        let pins = if c.pins_image {
             "pins the image by digest"
         } else {
             "does not pin the image"
         };
         b.val(
-            format!("setup.{}", s(c, "path")),
-            format!("{}, {pins}", s(c, "kind")),
+            format!("setup.{}", s(&c.path)),
+            format!("{}, {pins}", s(&c.kind)),
         );
     }
 }
@@ -1030,6 +1064,45 @@ mod tests {
     }
 
     #[test]
+    fn a_section_that_does_not_read_is_unknown_with_why() {
+        let f = extract(&json!({
+            "schema": "x",
+            "inventory": {"boundary": {"kind": 5, "platform": {"machine": "x86_64"}}},
+        }));
+        match &f.facts["architecture.machine"] {
+            Obs::Unknown(why) => assert!(
+                why.starts_with("the report's inventory.boundary does not read ("),
+                "{why}"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_field_the_report_leaves_out_is_unknown_not_the_models_default() {
+        // kind, virtualized and the capability mask have defaults in the
+        // model (unknown, none, 0); absent here, they are not facts.
+        let f = extract(&json!({
+            "schema": "x",
+            "inventory": {
+                "boundary": {"engine": "docker", "rootless": false, "platform": {"cpus": 2}},
+                "privilege": {"uid": [0, 1000]},
+            },
+        }));
+        assert!(matches!(&f.facts["boundary.kind"], Obs::Unknown(_)));
+        assert!(matches!(
+            &f.facts["architecture.virtualized"],
+            Obs::Unknown(_)
+        ));
+        assert!(matches!(&f.facts["architecture.machine"], Obs::Unknown(_)));
+        assert_eq!(f.facts["boundary.engine"], Obs::Value(json!("docker")));
+        assert_eq!(f.facts["architecture.cpus"], Obs::Value(json!(2)));
+        assert_eq!(f.facts["user.uid"], Obs::Value(json!(1000)));
+        assert!(f.partial_for("capabilities.CAP_CHOWN").is_some());
+        assert!(!f.facts.keys().any(|k| k.starts_with("capabilities.")));
+    }
+
+    #[test]
     fn labels_and_scopes() {
         assert_eq!(
             lsm_of("docker-default (enforce)"),
@@ -1039,14 +1112,16 @@ mod tests {
             lsm_of("system_u:system_r:container_t:s0:c12,c34"),
             "selinux container_t"
         );
+        let bd = |kind, rootless| Boundary {
+            kind,
+            rootless,
+            ..Boundary::default()
+        };
         assert_eq!(
-            cap_scope(&json!({"kind": "container", "rootless": true})),
+            cap_scope(&bd(Kind::Container, Some(true))),
             Ok("user-namespace")
         );
-        assert_eq!(
-            cap_scope(&json!({"kind": "sandbox", "rootless": false})),
-            Ok("sandbox")
-        );
-        assert!(cap_scope(&json!({"kind": "container"})).is_err());
+        assert_eq!(cap_scope(&bd(Kind::Sandbox, Some(false))), Ok("sandbox"));
+        assert!(cap_scope(&bd(Kind::Container, None)).is_err());
     }
 }

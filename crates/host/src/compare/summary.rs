@@ -16,13 +16,14 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::input::{self, Group, Kind, Role};
+use crate::outside::teardown::Predicate;
 use selfprobe::attest::verify::{self, Inputs, Verdict};
 use selfprobe::attest::{dsse, TEARDOWN_PREDICATE_TYPE};
-use selfprobe::finding::Severity;
-use selfprobe::given;
+use selfprobe::finding::{Finding, Severity};
 use selfprobe::model::read::{word, Read};
 use selfprobe::model::Exit;
 use selfprobe::scorecard::CONTROLS;
+use selfprobe::{given, json_at};
 
 pub struct Options {
     /// (file it came from, key): every --pubkey.
@@ -145,10 +146,6 @@ fn exit_of(n: Option<i64>) -> Option<Exit> {
         3 => Some(Exit::ProbeFailed),
         _ => None,
     }
-}
-
-fn str_at(v: &Value, ptr: &str) -> Option<String> {
-    v.pointer(ptr).and_then(Value::as_str).map(str::to_string)
 }
 
 /// A signed input, read and checked.
@@ -601,22 +598,26 @@ pub fn row_with(
         }
     }
     if let Some(mut td) = td {
-        let t = &mut td;
-        w.teardown_result = str_at(t, "/result");
+        // The statement's predicate, by the names teardown writes it with
+        // (json_at!, named through outside::teardown::Predicate).
+        let t = &td;
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+        w.teardown_result = text(json_at!(t, Predicate => result));
         if w.run_id.is_none() {
-            w.run_id = str_at(t, "/run/id");
+            w.run_id = text(json_at!(t, Predicate => run.id));
         }
         let ti = CONTROLS.iter().position(|c| c.key == "teardown");
         // The host's evidence of teardown replaces the report's own, but only
         // once it verified (docs/inspection-directory.md).
         if let (Some(i), true) = (ti, teardown.as_ref().is_some_and(|c| c.verified)) {
-            let assessed = str_at(t, "/control/status").as_deref() == Some("assessed");
+            let assessed =
+                text(json_at!(t, Predicate => control.status)).as_deref() == Some("assessed");
             w.controls[i] = Cell::of(
-                t.pointer("/control/score").filter(|_| assessed),
-                str_at(t, "/control/reason"),
+                json_at!(t, Predicate => control.score).filter(|_| assessed),
+                text(json_at!(t, Predicate => control.reason)),
                 "teardown statement",
-                items(t.get("findings"))
-                    .filter_map(|f| str_at(f, "/id"))
+                items(json_at!(t, Predicate => findings))
+                    .filter_map(|f| text(json_at!(f, Finding => id)))
                     .collect(),
             );
         }
@@ -626,7 +627,7 @@ pub fn row_with(
             _ => Exit::ProbeFailed,
         };
         w.exit = worse(w.exit, e);
-        if let Some(Value::Array(fs)) = t.get_mut("findings").map(Value::take) {
+        if let Some(Value::Array(fs)) = td.get_mut("findings").map(Value::take) {
             w.findings.extend(fs);
         }
     }

@@ -26,6 +26,7 @@ use selfprobe::attest::{self, dsse};
 use selfprobe::finding::Finding;
 use selfprobe::host::rfc3339;
 use selfprobe::keys::Signer;
+use selfprobe::model::SigningInfo;
 use selfprobe::policy::Policy;
 use selfprobe::probe::teardown::{Canary, CANARY_PREFIX};
 
@@ -667,6 +668,50 @@ fn decide(t: &mut ContainerTeardown) {
     t.exit = exit;
 }
 
+/// The predicate of a teardown statement (docs/inspection-directory.md),
+/// as [`statement`] writes it: its fields are the names the summary reads
+/// back (`json_at!(t, Predicate => run.id)`), so a field renamed here does
+/// not compile there. `tool`, `run` and `signing` are named as a report's
+/// are, so `verify` checks a statement as it checks a report.
+#[derive(Serialize)]
+pub struct Predicate<'a> {
+    pub schema: &'a str,
+    pub tool: PredicateTool<'a>,
+    pub run: PredicateRun<'a>,
+    pub signing: SigningInfo,
+    pub inspection: &'a str,
+    pub container: PredicateContainer<'a>,
+    pub volumes: &'a [VolumeState],
+    pub canaries: &'a [CanaryState],
+    /// gone, retained, remains or unknown.
+    pub result: &'a str,
+    pub findings: &'a [Finding],
+    pub control: &'a Control,
+}
+
+#[derive(Serialize)]
+pub struct PredicateTool<'a> {
+    pub name: &'a str,
+    pub version: &'a str,
+    pub sha256: &'a str,
+}
+
+#[derive(Serialize)]
+pub struct PredicateRun<'a> {
+    pub id: String,
+    pub started: String,
+    pub finished: String,
+    pub nonce: &'a str,
+}
+
+#[derive(Serialize)]
+pub struct PredicateContainer<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    pub image: &'a str,
+    pub exists: Option<bool>,
+}
+
 /// The signed teardown statement (docs/inspection-directory.md).
 fn statement(
     t: &ContainerTeardown,
@@ -679,20 +724,37 @@ fn statement(
     let sha = tool_sha
         .clone()
         .ok_or("cannot sign: this binary's SHA-256 is unknown (/proc/self/exe was unreadable)")?;
-    let info = attest::signing_info(signer, true, false);
-    let predicate = json!({
-        "schema": attest::TEARDOWN_PREDICATE_TYPE,
-        "tool": {"name": "selfprobe", "version": env!("CARGO_PKG_VERSION"), "sha256": sha},
-        "run": {"id": selfprobe::host::run_id(), "started": rfc3339(started), "finished": rfc3339(finished), "nonce": t.nonce},
-        "signing": info,
-        "inspection": inspection,
-        "container": {"id": t.id, "name": t.name, "image": t.image, "exists": t.exists},
-        "volumes": t.volumes,
-        "canaries": t.canaries,
-        "result": t.result,
-        "findings": t.findings,
-        "control": t.control,
-    });
+    let predicate = Predicate {
+        schema: attest::TEARDOWN_PREDICATE_TYPE,
+        tool: PredicateTool {
+            name: "selfprobe",
+            version: env!("CARGO_PKG_VERSION"),
+            sha256: &sha,
+        },
+        run: PredicateRun {
+            id: selfprobe::host::run_id(),
+            started: rfc3339(started),
+            finished: rfc3339(finished),
+            nonce: &t.nonce,
+        },
+        signing: attest::signing_info(signer, true, false),
+        inspection,
+        container: PredicateContainer {
+            id: &t.id,
+            name: &t.name,
+            image: &t.image,
+            exists: t.exists,
+        },
+        volumes: &t.volumes,
+        canaries: &t.canaries,
+        result: t.result,
+        findings: &t.findings,
+        control: &t.control,
+    };
+    // Through a Value, as the statement around it: its keys in the order
+    // they had when the predicate was written with json! (sorted), so the
+    // signed bytes are as before.
+    let predicate = serde_json::to_value(&predicate).map_err(|e| format!("cannot sign: {e}"))?;
     let st = json!({
         "_type": attest::STATEMENT_TYPE,
         "subject": [{"name": attest::TOOL_SUBJECT, "digest": {"sha256": sha}}],

@@ -48,6 +48,8 @@ pub use reference::Reference;
 use selfprobe::attest::dsse::{Envelope, PAYLOAD_TYPE};
 use selfprobe::attest::verify::{self, Verdict};
 use selfprobe::host::{read_regular, Cleanup, Host};
+use selfprobe::json_at;
+use selfprobe::model::Report;
 use selfprobe::util::tls::Tls;
 use selfprobe::util::{codec, sanitize};
 
@@ -258,8 +260,11 @@ pub fn read_envelope(path: &Path, image_hex: &str) -> Result<EnvelopeFile, Error
             s.iter()
                 .any(|x| x.pointer("/digest/sha256").and_then(Value::as_str) == Some(image_hex))
         });
+    // The predicate is a report, or a teardown statement's, which names its
+    // run as a report does.
     let finished = stmt
-        .pointer("/predicate/run/finished")
+        .get("predicate")
+        .and_then(|p| json_at!(p, Report => run.finished))
         .and_then(Value::as_str)
         .map(str::to_string);
     Ok(EnvelopeFile {

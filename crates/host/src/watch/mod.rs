@@ -638,6 +638,11 @@ struct WrittenContainer {
     not_probed: Option<String>,
 }
 
+/// What a written inspection directory says of its container; None when
+/// it is not complete. inspection.json is what says so: insp::write puts
+/// it in place last, after every other file is there and on disk, so a
+/// directory with a readable one holds the whole inspection even after a
+/// crash.
 fn read_written(dir: &Path) -> Option<WrittenContainer> {
     let bytes =
         selfprobe::host::read_regular_nofollow(&dir.join("inspection.json"), 64 << 20).ok()?;
@@ -766,10 +771,8 @@ fn inspect_one(session: &Session, opts: &Options, out: &Path, id: &str, dir: &st
     insp::name_files(&mut result);
     let pubkey =
         selfprobe::report::verify::render_pubkey(&session.signer().verifying_key(), "selfprobe");
-    let written = insp::write_pubkey(&path, &pubkey).and_then(|()| {
-        let json = insp::render_json(&result);
-        insp::write(&mut result, &json)
-    });
+    let json = insp::render_json(&result);
+    let written = insp::write(&mut result, &json, &pubkey);
     if let Err(e) = written {
         return Outcome::Missed {
             why: format!("its inspection could not be written: {e}"),

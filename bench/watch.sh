@@ -116,5 +116,39 @@ print(f"watch, --jobs {jobs}, start to verified report: median {q(lat, 50):.0f} 
 print(f"ratio watch / bare: median {q(lat, 50) / q(b, 50):.1f}x, p95 {q(lat, 95) / q(b, 95):.1f}x; "
       f"the probe's own run (run.duration_ms) median {statistics.median(own):.0f} ms; "
       f"median watch - bare - probe's run: {q(lat, 50) - q(b, 50) - statistics.median(own):.0f} ms")
+# Where the time goes, per container (medians, ms): watch.json's times
+# (the start event, the dispatch, the result taken by the loop) around
+# inspection.json's (its started/finished and the container's steps_ms).
+def t(s):
+    if not s:
+        return None
+    day, frac = s.rstrip("Z").split(".") if "." in s else (s.rstrip("Z"), "0")
+    from datetime import datetime, timezone
+    base = datetime.fromisoformat(day).replace(tzinfo=timezone.utc).timestamp()
+    return base * 1000 + float("0." + frac) * 1000
+parts = {}
+for e in es:
+    d = out / e["inspection"] if e.get("inspection") else None
+    if not (e.get("verified") and d and (d / "inspection.json").is_file()):
+        continue
+    i = json.load(open(d / "inspection.json"))
+    steps = i["containers"][0].get("steps_ms", {})
+    s0, s1, s2 = t(e.get("started")), t(e.get("inspection_started")), t(e.get("inspection_finished"))
+    i0, i1 = t(i["started"]), t(i["finished"])
+    total = steps.get("total", 0)
+    rows = {
+        "to a worker": s1 - s0,
+        "record (container inspect)": i0 - s1,
+        "before the run (digests, settle)": (i1 - i0) - total,
+        "placement": steps.get("place", 0),
+        "the probe's exec": steps.get("run", 0),
+        "removal (plant)": steps.get("plant", 0),
+        "verification, cross-check": total - steps.get("place", 0) - steps.get("run", 0) - steps.get("plant", 0),
+        "written, back to the loop": s2 - i1,
+    }
+    for k, v in rows.items():
+        parts.setdefault(k, []).append(v)
+print("where the time goes (median ms): " + "; ".join(
+    f"{k} {statistics.median(v):.0f}" for k, v in parts.items()))
 PY
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

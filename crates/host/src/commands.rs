@@ -54,11 +54,9 @@ pub fn inspect(args: InspectArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result
     let mut result =
         insp::inspect(&opts, &signer).map_err(|e| Failure::from(e).within("inspect"))?;
     insp::name_files(&mut result);
-    let dir = std::path::PathBuf::from(&result.out_dir);
     let pubkey = report::verify::render_pubkey(&signer.verifying_key(), "selfprobe");
-    insp::write_pubkey(&dir, &pubkey).map_err(Failure::failed)?;
     let json = insp::render_json(&result);
-    insp::write(&mut result, &json).map_err(Failure::failed)?;
+    insp::write(&mut result, &json, &pubkey).map_err(Failure::failed)?;
     let code = exit_of(result.exit);
     let text = match args.format {
         HostFormat::Json => json,

@@ -1555,16 +1555,19 @@ fn planted(rec: &Record, out: &Captured) -> Vec<CanaryOut> {
 }
 
 /// Writes the inspection directory: each report and envelope byte for byte,
-/// the nonces, the public key, and inspection.json (the JSON given).
-pub fn write(insp: &mut Inspection, json: &str) -> Result<(), String> {
+/// the nonces, the public key (`pubkey`: what `selfprobe pubkey` prints for
+/// the key), and inspection.json (the JSON given). inspection.json marks
+/// the directory complete (the watch's recovery takes a directory with a
+/// readable one as written): it is written last, once every other file is
+/// in place and on disk. The others' fsyncs are made at once
+/// (host::write_whole_all), one journal commit for all where each took its
+/// own.
+pub fn write(insp: &mut Inspection, json: &str, pubkey: &str) -> Result<(), String> {
     let dir = PathBuf::from(&insp.out_dir);
     let cleanup = selfprobe::host::Cleanup::default();
-    let put = |name: &str, bytes: &[u8]| {
-        selfprobe::host::write_whole(&dir.join(name), bytes, &cleanup)
-            .map_err(|e| format!("cannot write {}: {e}", dir.join(name).display()))
-    };
     let mut nonces =
         String::from("# selfprobe-host inspect: one line per probed container, <name> <nonce>\n");
+    let mut files: Vec<(PathBuf, &[u8])> = vec![(dir.join("signing.pub"), pubkey.as_bytes())];
     // Stems are injective (util/filename.rs); this holds it here too, so no
     // container's files are ever written over another's.
     let mut stems = std::collections::BTreeSet::new();
@@ -1577,16 +1580,20 @@ pub fn write(insp: &mut Inspection, json: &str) -> Result<(), String> {
                     sanitize::escape(&c.name)
                 ));
             }
-            put(&format!("{stem}.json"), r)?;
-            put(&format!("{stem}.intoto.json"), e)?;
+            files.push((dir.join(format!("{stem}.json")), r));
+            files.push((dir.join(format!("{stem}.intoto.json")), e));
         }
         if !c.nonce.is_empty() && c.placement.is_some() {
             nonces.push_str(&format!("{} {}\n", file_stem(&c.name), c.nonce));
         }
     }
-    put("nonces", nonces.as_bytes())?;
-    put("inspection.json", json.as_bytes())?;
-    Ok(())
+    files.push((dir.join("nonces"), nonces.as_bytes()));
+    let refs: Vec<(&Path, &[u8])> = files.iter().map(|(p, b)| (p.as_path(), *b)).collect();
+    selfprobe::host::write_whole_all(&refs, &cleanup)
+        .map_err(|e| format!("cannot write the inspection into {}: {e}", dir.display()))?;
+    let last = dir.join("inspection.json");
+    selfprobe::host::write_whole(&last, json.as_bytes(), &cleanup)
+        .map_err(|e| format!("cannot write {}: {e}", last.display()))
 }
 
 /// Sets the file names in each result, once the bytes are there.
@@ -1598,13 +1605,6 @@ pub fn name_files(insp: &mut Inspection) {
             c.envelope = Some(format!("{stem}.intoto.json"));
         }
     }
-}
-
-/// `signing.pub`: what `selfprobe pubkey` prints for the key.
-pub fn write_pubkey(dir: &Path, text: &str) -> Result<(), String> {
-    let cleanup = selfprobe::host::Cleanup::default();
-    selfprobe::host::write_whole(&dir.join("signing.pub"), text.as_bytes(), &cleanup)
-        .map_err(|e| format!("cannot write {}: {e}", dir.join("signing.pub").display()))
 }
 
 pub fn render_json(insp: &Inspection) -> String {
@@ -1705,7 +1705,7 @@ impl Session {
 
     /// Inspects `records` (from `engine().inspect`) as `inspect` does,
     /// `parallel` at a time, into an Inspection for `out_dir` (not written:
-    /// `name_files`, `write_pubkey` and `write` do that).
+    /// `name_files` and `write` do that).
     pub fn inspect_records(&self, mut records: Vec<Record>, out_dir: &Path) -> Inspection {
         let started = SystemTime::now();
         for r in &mut records {

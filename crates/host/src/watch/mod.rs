@@ -32,7 +32,7 @@ pub mod state;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError, Sender, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Deserialize;
@@ -42,7 +42,7 @@ use zeroize::Zeroizing;
 use crate::cli::{EngineName, WatchArgs};
 use crate::outside::engine::{failure, find_cli, Engine, CLI_STDERR_CAP, CLI_STDOUT_CAP};
 use crate::outside::inspect::{self as insp, Session};
-use crate::outside::record::EngineKind;
+use crate::outside::record::{EngineKind, Record};
 use crate::outside::teardown as td;
 use selfprobe::host::rfc3339;
 use selfprobe::keys::{self, KeySource, Signer};
@@ -216,8 +216,90 @@ pub struct TornDown {
 }
 
 enum Job {
-    Inspect { id: String, dir: String },
-    Teardown { id: String, dir: String },
+    Inspect {
+        id: String,
+        dir: String,
+        batch: Arc<Batch>,
+    },
+    Teardown {
+        id: String,
+        dir: String,
+    },
+}
+
+/// The containers handed to workers in one turn of the loop (a burst of
+/// start events, the catch-up after a reconnection): their records are
+/// taken with one `container inspect` of them all, by the first of their
+/// workers to start, where each worker took its own (one engine CLI call
+/// each, about 20 ms alone and several times that under load). The others
+/// wait for that call, which they would have made themselves.
+///
+/// Fresh enough for the cross-check: the call is made when the batch's
+/// first worker starts, the moment a container's own call was made before,
+/// never ahead for containers still waiting for a worker. So a record is
+/// no older than it was; a container restarted or changed after it (as
+/// after any record) is what the probe's run and the cross-check see:
+/// its old pid fails the direct write's and the resolver's checks (the
+/// engine's cp places the probe, the resolution is said refused) and a
+/// setting changed since is a disagreement the inspection shows.
+struct Batch {
+    ids: Vec<String>,
+    records: OnceLock<Result<Vec<Record>, String>>,
+}
+
+impl Batch {
+    fn new(ids: Vec<String>) -> Batch {
+        Batch {
+            ids,
+            records: OnceLock::new(),
+        }
+    }
+
+    /// `id`'s record: Ok(None) when the engine no longer has it (the
+    /// others' records are printed all the same); Err when the engine did
+    /// not answer.
+    fn record(
+        &self,
+        engine: &Engine,
+        id: &str,
+        deadline: Instant,
+    ) -> Result<Option<Record>, String> {
+        let got = self.records.get_or_init(|| {
+            engine
+                .inspect(&self.ids, deadline)
+                .map(|(records, _missing)| records)
+                .map_err(|e| e.to_string())
+        });
+        match got {
+            Ok(records) => Ok(records.iter().find(|r| r.id == id).cloned()),
+            Err(e) => Err(e.clone()),
+        }
+    }
+}
+
+/// Whether a container's record lets its inspection begin, as the watch
+/// decides it for each container: gone, no longer running (missed), or
+/// not carrying the filters' labels (not ours).
+fn admit(rec: Option<Record>, filters: &[String]) -> Result<Record, Outcome> {
+    let Some(rec) = rec else {
+        return Err(Outcome::Missed {
+            why: "removed before the watch could inspect it".into(),
+            gone: true,
+        });
+    };
+    if !labels_match(filters, &rec.labels) {
+        return Err(Outcome::NotOurs);
+    }
+    if !rec.running {
+        return Err(Outcome::Missed {
+            why: format!(
+                "no longer running when its inspection could begin (state {})",
+                sanitize::short(&sanitize::escape(&rec.status), 60)
+            ),
+            gone: false,
+        });
+    }
+    Ok(rec)
 }
 
 /// One line on stderr: a time, and the message made safe to show.
@@ -638,6 +720,11 @@ struct WrittenContainer {
     not_probed: Option<String>,
 }
 
+/// What a written inspection directory says of its container; None when
+/// it is not complete. inspection.json is what says so: insp::write puts
+/// it in place last, after every other file is there and on disk, so a
+/// directory with a readable one holds the whole inspection even after a
+/// crash.
 fn read_written(dir: &Path) -> Option<WrittenContainer> {
     let bytes =
         selfprobe::host::read_regular_nofollow(&dir.join("inspection.json"), 64 << 20).ok()?;
@@ -713,8 +800,8 @@ fn worker(
         };
         let Ok(job) = job else { return };
         let msg = match job {
-            Job::Inspect { id, dir } => {
-                let o = inspect_one(session, opts, out, &id, &dir);
+            Job::Inspect { id, dir, batch } => {
+                let o = inspect_one(session, opts, out, &id, &dir, &batch);
                 Msg::Inspected(id, o)
             }
             Job::Teardown { id, dir } => {
@@ -731,30 +818,23 @@ fn worker(
 /// One container's inspection, into DIR/inspections/<dir>: today's inspect
 /// for this one container, once its record says it still runs and carries
 /// the filters' labels.
-fn inspect_one(session: &Session, opts: &Options, out: &Path, id: &str, dir: &str) -> Outcome {
+fn inspect_one(
+    session: &Session,
+    opts: &Options,
+    out: &Path,
+    id: &str,
+    dir: &str,
+    batch: &Batch,
+) -> Outcome {
     let deadline = Instant::now() + opts.inspect.timeout;
-    let (records, _missing) = match session.engine().inspect(&[id.to_string()], deadline) {
-        Ok(x) => x,
-        Err(e) => return Outcome::Retry(e.to_string()),
+    let rec = match batch.record(session.engine(), id, deadline) {
+        Ok(r) => r,
+        Err(e) => return Outcome::Retry(e),
     };
-    let Some(rec) = records.into_iter().find(|r| r.id == id) else {
-        return Outcome::Missed {
-            why: "removed before the watch could inspect it".into(),
-            gone: true,
-        };
+    let rec = match admit(rec, &opts.filters) {
+        Ok(r) => r,
+        Err(o) => return o,
     };
-    if !labels_match(&opts.filters, &rec.labels) {
-        return Outcome::NotOurs;
-    }
-    if !rec.running {
-        return Outcome::Missed {
-            why: format!(
-                "no longer running when its inspection could begin (state {})",
-                sanitize::short(&sanitize::escape(&rec.status), 60)
-            ),
-            gone: false,
-        };
-    }
     let path = out.join(INSPECTIONS).join(dir);
     if let Err(e) = make_new_dir(&path) {
         return Outcome::Missed {
@@ -766,10 +846,8 @@ fn inspect_one(session: &Session, opts: &Options, out: &Path, id: &str, dir: &st
     insp::name_files(&mut result);
     let pubkey =
         selfprobe::report::verify::render_pubkey(&session.signer().verifying_key(), "selfprobe");
-    let written = insp::write_pubkey(&path, &pubkey).and_then(|()| {
-        let json = insp::render_json(&result);
-        insp::write(&mut result, &json)
-    });
+    let json = insp::render_json(&result);
+    let written = insp::write(&mut result, &json, &pubkey);
     if let Err(e) = written {
         return Outcome::Missed {
             why: format!("its inspection could not be written: {e}"),
@@ -1389,9 +1467,11 @@ impl Watch {
     }
 
     /// Hands waiting work to idle workers; the state records an inspection
-    /// as begun (and its directory) before the worker has it.
+    /// as begun (and its directory) before the worker has it: once for all
+    /// those handed out in this turn, which share one record call (Batch).
     fn dispatch(&mut self) {
-        while !self.stopping && self.running < self.opts.jobs {
+        let mut jobs: Vec<(String, String)> = Vec::new();
+        while !self.stopping && self.running + jobs.len() < self.opts.jobs {
             let Some(id) = self.queue.pop_front() else {
                 break;
             };
@@ -1406,8 +1486,11 @@ impl Watch {
             let stamp = rfc3339(now).replace(['-', ':'], "");
             let stamp = stamp.split('.').next().unwrap_or("").to_string();
             let mut dir = format!("{stamp}Z-{}", &id[..12]);
+            let taken = |d: &str| {
+                self.out.join(INSPECTIONS).join(d).exists() || jobs.iter().any(|(_, j)| j == d)
+            };
             for n in 1..10 {
-                if !self.out.join(INSPECTIONS).join(&dir).exists() {
+                if !taken(&dir) {
                     break;
                 }
                 dir = format!("{stamp}Z-{}-{n}", &id[..12]);
@@ -1416,9 +1499,16 @@ impl Watch {
             e.inspection = Some(format!("{INSPECTIONS}/{dir}"));
             e.inspection_started = Some(rfc3339(now));
             self.dirty = true;
+            jobs.push((id, dir));
+        }
+        if !jobs.is_empty() {
             self.save();
-            if self.job_tx.send(Job::Inspect { id, dir }).is_ok() {
-                self.running += 1;
+            let batch = Arc::new(Batch::new(jobs.iter().map(|(id, _)| id.clone()).collect()));
+            for (id, dir) in jobs {
+                let batch = batch.clone();
+                if self.job_tx.send(Job::Inspect { id, dir, batch }).is_ok() {
+                    self.running += 1;
+                }
             }
         }
         while self.td_running < TEARDOWN_JOBS {
@@ -1707,6 +1797,100 @@ mod tests {
             &["label=agent.workspace=1".into(), "label=team".into()],
             &labels
         ));
+    }
+
+    #[test]
+    fn containers_dispatched_together_get_their_own_records_from_one_call() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("sp-watch-batch-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let id = |c: char| c.to_string().repeat(64);
+        let (ours, gone, exited, other) = (id('a'), id('b'), id('c'), id('d'));
+        let rec = |id: &str, running: bool, status: &str, label: &str| {
+            format!(
+                r#"{{"Id": "{id}", "Name": "/w-{}", "State": {{"Running": {running}, "Status": "{status}"}}, "Config": {{"Labels": {{"{label}": "1"}}}}}}"#,
+                &id[..1]
+            )
+        };
+        // A stand-in for the engine's CLI: it logs each call and prints
+        // the records it knows of those asked, in the order asked, with
+        // Docker's exit 1 for one it does not know.
+        let known = [
+            (ours.clone(), rec(&ours, true, "running", "agent")),
+            (exited.clone(), rec(&exited, false, "exited", "agent")),
+            (other.clone(), rec(&other, true, "running", "team")),
+        ];
+        let mut script = format!("#!/bin/sh\necho \"$*\" >> {}/calls\n", dir.display());
+        script.push_str("out=''; code=0\nfor a in \"$@\"; do case $a in\n");
+        for (id, r) in &known {
+            script.push_str(&format!(
+                "  {id}) out=\"$out${{out:+,}}{}\";;\n",
+                r.replace('"', "\\\"")
+            ));
+        }
+        script.push_str("  container|inspect|--) ;;\n  *) code=1; echo \"Error: No such object: $a\" >&2;;\nesac; done\necho \"[$out]\"\nexit $code\n");
+        let cli = dir.join("docker");
+        std::fs::write(&cli, script).unwrap();
+        std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let engine = Engine {
+            cli: cli.clone(),
+            ..Engine::offline(EngineKind::Docker)
+        };
+        let filters = vec!["label=agent=1".to_string()];
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let batch = Batch::new(vec![
+            ours.clone(),
+            gone.clone(),
+            exited.clone(),
+            other.clone(),
+        ]);
+        // Each asks for its own, from threads as the workers do.
+        let outcomes: Vec<(String, Result<Record, Outcome>)> = std::thread::scope(|s| {
+            let hs: Vec<_> = [&ours, &gone, &exited, &other]
+                .into_iter()
+                .map(|id| {
+                    let (batch, engine, filters) = (&batch, &engine, &filters);
+                    s.spawn(move || {
+                        let r = batch.record(engine, id, deadline).unwrap();
+                        (id.clone(), admit(r, filters))
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (id, o) in outcomes {
+            match o {
+                Ok(r) => {
+                    assert_eq!(id, ours);
+                    assert_eq!(r.id, ours, "its own record");
+                    assert_eq!(r.name, "w-a");
+                }
+                Err(Outcome::Missed { gone: true, why }) => {
+                    assert_eq!(id, gone, "{why}");
+                }
+                Err(Outcome::Missed { gone: false, why }) => {
+                    assert_eq!(id, exited);
+                    assert!(why.contains("exited"), "{why}");
+                }
+                Err(Outcome::NotOurs) => assert_eq!(id, other),
+                Err(o) => panic!("{id}: {o:?}"),
+            }
+        }
+        let calls = std::fs::read_to_string(dir.join("calls")).unwrap();
+        assert_eq!(calls.lines().count(), 1, "one engine call for all: {calls}");
+        for id in [&ours, &gone, &exited, &other] {
+            assert!(calls.contains(id.as_str()), "{calls}");
+        }
+        // An engine that does not answer: each of the batch is tried again.
+        let mute = Engine {
+            cli: dir.join("no-such-cli"),
+            ..Engine::offline(EngineKind::Docker)
+        };
+        let batch = Batch::new(vec![ours.clone(), other.clone()]);
+        assert!(batch.record(&mute, &ours, deadline).is_err());
+        assert!(batch.record(&mute, &other, deadline).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

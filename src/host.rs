@@ -453,25 +453,7 @@ pub fn write_whole(path: &Path, bytes: &[u8], cleanup: &Cleanup) -> io::Result<(
             .write_all(bytes)
     };
     let existing_file = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file());
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp_name = OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".selfprobe-{}.tmp", run_id()));
-    let tmp = dir.join(tmp_name);
-    let created = cleanup.create(&tmp, || {
-        File::options()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc_flags::O_NOFOLLOW)
-            .mode(0o644)
-            .open(&tmp)
-    });
+    let (tmp, created) = temp_beside(path, cleanup)?;
     let mut file = match created {
         None => return Err(io::Error::other("the run is stopping")),
         Some(Err(_)) if existing_file => return in_place(),
@@ -499,6 +481,34 @@ pub fn write_whole(path: &Path, bytes: &[u8], cleanup: &Cleanup) -> io::Result<(
     }
     cleanup.forget(&tmp);
     res
+}
+
+/// A new file beside `path` for `write_whole` and `write_whole_all`
+/// (.NAME.selfprobe-RUNID.tmp: created new, never through a symlink, 0644),
+/// registered with `cleanup` so a signal removes it: its path, and the
+/// file (None when the run is stopping). An error when `path` names no
+/// file.
+fn temp_beside(path: &Path, cleanup: &Cleanup) -> io::Result<(PathBuf, Option<io::Result<File>>)> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp_name = OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".selfprobe-{}.tmp", run_id()));
+    let tmp = dir.join(tmp_name);
+    let created = cleanup.create(&tmp, || {
+        File::options()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc_flags::O_NOFOLLOW)
+            .mode(0o644)
+            .open(&tmp)
+    });
+    Ok((tmp, created))
 }
 
 /// Several files, each written as `write_whole` writes it (a new file
@@ -535,29 +545,13 @@ pub fn write_whole_all(files: &[(&Path, &[u8])], cleanup: &Cleanup) -> io::Resul
             }
             continue;
         }
-        let Some(name) = path.file_name() else {
-            undo(&staged);
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "the path names no file",
-            ));
+        let (tmp, created) = match temp_beside(path, cleanup) {
+            Ok(t) => t,
+            Err(e) => {
+                undo(&staged);
+                return Err(e);
+            }
         };
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let mut tmp_name = OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(format!(".selfprobe-{}.tmp", run_id()));
-        let tmp = dir.join(tmp_name);
-        let created = cleanup.create(&tmp, || {
-            File::options()
-                .write(true)
-                .create_new(true)
-                .custom_flags(libc_flags::O_NOFOLLOW)
-                .mode(0o644)
-                .open(&tmp)
-        });
         let mut file = match created {
             None => {
                 undo(&staged);

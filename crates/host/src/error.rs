@@ -38,3 +38,12 @@ impl From<Error> for Failure {
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// A file the host tool could not write (host::write_whole): which, and
+/// the system's reason. Its words are the same wherever it is said.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {}: {source}", path.display())]
+pub struct CannotWrite {
+    pub path: std::path::PathBuf,
+    pub source: std::io::Error,
+}

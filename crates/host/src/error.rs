@@ -47,3 +47,10 @@ pub struct CannotWrite {
     pub path: std::path::PathBuf,
     pub source: std::io::Error,
 }
+
+/// The output directory is the world's: exit 3.
+impl From<CannotWrite> for Error {
+    fn from(e: CannotWrite) -> Error {
+        Error::Failed(e.to_string())
+    }
+}

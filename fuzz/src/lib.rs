@@ -866,7 +866,7 @@ pub fn referrers(data: &[u8]) {
                 assert_eq!(client::check_request(&target, &[]), Ok(()));
             }
         }
-        Err(e) => assert_inert("referrers error", &e),
+        Err(e) => assert_inert("referrers error", &e.to_string()),
     }
 }
 

@@ -56,7 +56,7 @@ pub fn inspect(args: InspectArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result
     insp::name_files(&mut result);
     let pubkey = report::verify::render_pubkey(&signer.verifying_key(), "selfprobe");
     let json = insp::render_json(&result);
-    insp::write(&mut result, &json, &pubkey).map_err(Failure::failed)?;
+    insp::write(&mut result, &json, &pubkey).map_err(|e| Failure::failed(e.to_string()))?;
     let code = exit_of(result.exit);
     let text = match args.format {
         HostFormat::Json => json,

@@ -38,3 +38,19 @@ impl From<Error> for Failure {
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// A file the host tool could not write (host::write_whole): which, and
+/// the system's reason. Its words are the same wherever it is said.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {}: {source}", path.display())]
+pub struct CannotWrite {
+    pub path: std::path::PathBuf,
+    pub source: std::io::Error,
+}
+
+/// The output directory is the world's: exit 3.
+impl From<CannotWrite> for Error {
+    fn from(e: CannotWrite) -> Error {
+        Error::Failed(e.to_string())
+    }
+}

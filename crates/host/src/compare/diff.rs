@@ -84,18 +84,22 @@ impl Diff {
 /// A `[parity] allow` pattern that names no key: its first segment is not
 /// a key's (a typo would otherwise allow nothing, silently). The message
 /// says what was expected.
-pub fn check_pattern(p: &str) -> Result<(), String> {
+pub fn check_pattern(p: &str) -> Result<(), NamesNoFact> {
     let root = p.split('.').next().unwrap_or("");
     let ok = ROOTS.iter().any(|(r, _)| matches_component(root, r));
     if p.is_empty() || !ok {
-        let roots: Vec<&str> = ROOTS.iter().map(|(r, _)| *r).collect();
-        return Err(format!(
-            "parity.allow {p:?} names no fact: expected a key or glob starting with one of {} (docs/parity.md lists the keys)",
-            roots.join(", ")
-        ));
+        return Err(NamesNoFact(p.to_string()));
     }
     Ok(())
 }
+
+/// A `[parity] allow` pattern (the field) whose first segment is no key's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "parity.allow {0:?} names no fact: expected a key or glob starting with one of {roots} (docs/parity.md lists the keys)",
+    roots = ROOTS.iter().map(|(r, _)| *r).collect::<Vec<&str>>().join(", ")
+)]
+pub struct NamesNoFact(pub String);
 
 pub fn compare(a: &FactSet, b: &FactSet, allow: &[String], sa: Side, sb: Side) -> Diff {
     let keys: BTreeSet<&String> = a.facts.keys().chain(b.facts.keys()).collect();
@@ -388,7 +392,7 @@ mod tests {
         assert!(check_pattern("capabilities.*").is_ok());
         assert!(check_pattern("*").is_ok());
         assert!(check_pattern("cap*").is_ok());
-        let e = check_pattern("kernal.release").unwrap_err();
+        let e = check_pattern("kernal.release").unwrap_err().to_string();
         assert!(e.contains("names no fact"), "{e}");
         assert!(check_pattern("").is_err());
     }

@@ -205,6 +205,31 @@ struct Builder<'a> {
     partly: BTreeSet<String>,
 }
 
+/// Why facts are unknown: the text is the diff's `why` for a key, or a key
+/// prefix's partial reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Unread {
+    /// The probe that gathers the section did not finish or check all of
+    /// it (probe_problem's words).
+    #[error("{0}")]
+    Probe(String),
+    /// There, but not readable as the model's type (model::read's reason).
+    #[error("the report's inventory.{name} does not read ({why})")]
+    Malformed { name: String, why: String },
+    #[error("the report has no inventory.{name} (an older version, or the {probe} probe did not finish)")]
+    Absent { name: String, probe: String },
+    #[error("the report has no boundary.platform (it predates it)")]
+    NoPlatform,
+    #[error(
+        "the resolver configuration was not read (an older report, or its files did not answer)"
+    )]
+    NoResolver,
+    #[error("no workspace was declared (--workspace, the policy's workspace.path or a git root)")]
+    NoWorkspace,
+    #[error("whether uid 0 maps to the host's is unknown (boundary.rootless)")]
+    Rootless,
+}
+
 /// inventory.<name> of the builder's report, or why it is missing: the
 /// section named through the model, so a renamed one does not compile.
 macro_rules! section {
@@ -231,8 +256,8 @@ impl<'a> Builder<'a> {
         self.put(key, Obs::Value(v.into()));
     }
 
-    fn unknown(&mut self, key: impl Into<String>, why: impl Into<String>) {
-        self.put(key, Obs::Unknown(why.into()));
+    fn unknown(&mut self, key: impl Into<String>, why: impl ToString) {
+        self.put(key, Obs::Unknown(why.to_string()));
     }
 
     /// Why a probe's facts are missing or incomplete, if they are.
@@ -250,16 +275,26 @@ impl<'a> Builder<'a> {
 
     /// A section (`section!`), or why it is missing: absent or null, or
     /// there but not readable as the model's type (model::read).
-    fn section<T>(&self, sec: Option<&'a T>, name: &str, probe: &str) -> Result<&'a T, String> {
-        match sec {
-            Some(v) => Ok(v),
-            None => Err(self.probe_problem(probe).unwrap_or_else(|| {
+    fn section<T>(&self, sec: Option<&'a T>, name: &str, probe: &str) -> Result<&'a T, Unread> {
+        let Some(v) = sec else {
+            if let Some(why) = self.probe_problem(probe) {
+                return Err(Unread::Probe(why));
+            }
+            let name = name.to_string();
+            return Err(
                 match self.read.malformed().get(&format!("inventory.{name}")) {
-                    Some(why) => format!("the report's inventory.{name} does not read ({why})"),
-                    None => format!("the report has no inventory.{name} (an older version, or the {probe} probe did not finish)"),
-                }
-            })),
-        }
+                    Some(why) => Unread::Malformed {
+                        name,
+                        why: why.to_string(),
+                    },
+                    None => Unread::Absent {
+                        name,
+                        probe: probe.to_string(),
+                    },
+                },
+            );
+        };
+        Ok(v)
     }
 
     /// Marks `prefix` partial when `probe` did not check everything.
@@ -269,8 +304,8 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn partial(&mut self, prefix: &str, why: impl Into<String>) {
-        self.out.partial.push((prefix.to_string(), why.into()));
+    fn partial(&mut self, prefix: &str, why: impl ToString) {
+        self.out.partial.push((prefix.to_string(), why.to_string()));
     }
 
     /// A fixed key, `get` from `sec`; None (the report does not give it, or
@@ -278,12 +313,12 @@ impl<'a> Builder<'a> {
     fn field<T>(
         &mut self,
         key: &str,
-        sec: &Result<&T, String>,
+        sec: &Result<&T, Unread>,
         get: impl FnOnce(&T) -> Option<Value>,
         map: fn(&Value) -> Obs,
     ) {
         let obs = match sec {
-            Err(why) => Obs::Unknown(why.clone()),
+            Err(why) => Obs::Unknown(why.to_string()),
             Ok(x) => match get(x) {
                 Some(x) => map(&x),
                 None => Obs::Unknown(format!("the report does not record {key}")),
@@ -338,7 +373,7 @@ fn architecture_and_kernel(b: &mut Builder) {
     let bd = section!(b, boundary, "boundary");
     let platform = match &bd {
         Ok(v) if given!(read, inventory.boundary => platform).value() => Ok(&v.platform),
-        Ok(_) => Err("the report has no boundary.platform (it predates it)".to_string()),
+        Ok(_) => Err(Unread::NoPlatform),
         Err(e) => Err(e.clone()),
     };
     b.field(
@@ -378,7 +413,7 @@ fn architecture_and_kernel(b: &mut Builder) {
     b.field("kernel.cgroup", &platform, |p| present(v(&p.cgroup)), plain);
     let pr = section!(b, privilege, "privilege");
     let lsm = match &pr {
-        Err(e) => Obs::Unknown(e.clone()),
+        Err(e) => Obs::Unknown(e.to_string()),
         Ok(p) => {
             let unread = p.incomplete.iter().any(|(what, _)| what == "lsm");
             match (unread, &p.lsm_label) {
@@ -489,7 +524,7 @@ fn network(b: &mut Builder) {
             );
             let resolver = match &n.resolver {
                 Some(r) => Ok(r),
-                None => Err("the resolver configuration was not read (an older report, or its files did not answer)".to_string()),
+                None => Err(Unread::NoResolver),
             };
             b.field(
                 "network.dns.nameservers",
@@ -543,7 +578,7 @@ fn storage(b: &mut Builder) {
     let ws = match &mounts {
         Ok(m) => match &m.workspace {
             Some(w) => Ok(w),
-            None => Err("no workspace was declared (--workspace, the policy's workspace.path or a git root)".to_string()),
+            None => Err(Unread::NoWorkspace),
         },
         Err(e) => Err(e.clone()),
     };
@@ -751,7 +786,7 @@ fn secrets(b: &mut Builder) {
 
 /// Where a held capability acts: what differs between a rootful and a
 /// rootless run of the same container, whose capability sets are the same.
-fn cap_scope(bd: &Boundary) -> Result<&'static str, String> {
+fn cap_scope(bd: &Boundary) -> Result<&'static str, Unread> {
     match bd.kind {
         Kind::Sandbox => return Ok("sandbox"),
         Kind::VmContainer => return Ok("vm"),
@@ -760,7 +795,7 @@ fn cap_scope(bd: &Boundary) -> Result<&'static str, String> {
     match bd.rootless {
         Some(true) => Ok("user-namespace"),
         Some(false) => Ok("host"),
-        None => Err("whether uid 0 maps to the host's is unknown (boundary.rootless)".into()),
+        None => Err(Unread::Rootless),
     }
 }
 
@@ -945,7 +980,7 @@ fn toolchain(b: &mut Builder) {
     let read = b.read;
     let img = section!(b, image, "repro");
     let os = match &img {
-        Err(e) => Obs::Unknown(e.clone()),
+        Err(e) => Obs::Unknown(e.to_string()),
         Ok(i) => {
             let id = i.os_release.get("ID");
             let ver = i.os_release.get("VERSION_ID");

@@ -89,9 +89,44 @@ struct Sniff {
     signatures: Option<serde::de::IgnoredAny>,
 }
 
+/// Why a file `diff` or `summary` was given is not one it can read. The
+/// callers add the path and what they expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    /// Not JSON (or not an object), with serde's reason (kept as text so
+    /// the error compares equal in tests).
+    #[error("not JSON ({0})")]
+    NotJson(String),
+    /// A report over MAX_REPORT bytes.
+    #[error(
+        "{shown}: a report of {len} bytes, more than the {} MiB a report may be: refused (docs/fleet.md, \"Limits\")",
+        MAX_REPORT >> 20
+    )]
+    ReportTooLarge { shown: String, len: usize },
+}
+
+/// A `--nonces` file line that cannot be used: `line` counts from 1.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoncesError {
+    #[error("{file}:{line}: expected `<name> <nonce>` (space-separated; # starts a comment line)")]
+    NotAPair { file: String, line: usize },
+    #[error("{file}:{line}: {source}")]
+    BadNonce {
+        file: String,
+        line: usize,
+        source: selfprobe::attest::NonceError,
+    },
+    #[error("{file}:{line}: {name:?} is listed twice: expected one nonce per workspace")]
+    Twice {
+        file: String,
+        line: usize,
+        name: String,
+    },
+}
+
 /// Err: not JSON (or not an object), with serde's reason.
-pub fn classify(bytes: &[u8]) -> Result<Kind, String> {
-    let s: Sniff = serde_json::from_slice(bytes).map_err(|e| format!("not JSON ({e})"))?;
+pub fn classify(bytes: &[u8]) -> Result<Kind, InputError> {
+    let s: Sniff = serde_json::from_slice(bytes).map_err(|e| InputError::NotJson(e.to_string()))?;
     Ok(
         match (
             s.schema.as_deref(),
@@ -107,13 +142,12 @@ pub fn classify(bytes: &[u8]) -> Result<Kind, String> {
 
 /// A report of more than MAX_REPORT bytes is refused (an envelope is
 /// bounded by MAX_FILE, which keeps its payload near MAX_REPORT).
-pub fn check_report_size(shown: &str, len: usize) -> Result<(), String> {
+pub fn check_report_size(shown: &str, len: usize) -> Result<(), InputError> {
     if len as u64 > MAX_REPORT {
-        return Err(format!(
-            "{shown}: a report of {} bytes, more than the {} MiB a report may be: refused (docs/fleet.md, \"Limits\")",
+        return Err(InputError::ReportTooLarge {
+            shown: shown.to_string(),
             len,
-            MAX_REPORT >> 20
-        ));
+        });
     }
     Ok(())
 }
@@ -124,7 +158,7 @@ pub fn check_report_size(shown: &str, len: usize) -> Result<(), String> {
 /// report its schema within its first. Anything else takes the full scan.
 /// A wrong guess costs nothing: the verifier or the parser then refuses
 /// the file with its own reason.
-pub fn classify_as(bytes: &[u8], role: Role) -> Result<Kind, String> {
+pub fn classify_as(bytes: &[u8], role: Role) -> Result<Kind, InputError> {
     const END: usize = 512;
     let head = &bytes[..bytes.len().min(END)];
     let tail = &bytes[bytes.len().saturating_sub(END)..];
@@ -407,26 +441,24 @@ fn walk_dir(dir: &Path, depth: usize, f: &mut Found, count: &mut usize) {
 }
 
 /// `--nonces FILE`: `<name> <nonce>` per line, `#` starts a comment line.
-pub fn parse_nonces(file: &str, text: &str) -> Result<BTreeMap<String, String>, String> {
+pub fn parse_nonces(file: &str, text: &str) -> Result<BTreeMap<String, String>, NoncesError> {
     let mut out = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
         let l = line.trim();
         if l.is_empty() || l.starts_with('#') {
             continue;
         }
+        let (file, line) = (file.to_string(), i + 1);
         let mut w = l.split_whitespace();
         let (Some(name), Some(nonce), None) = (w.next(), w.next(), w.next()) else {
-            return Err(format!(
-                "{file}:{}: expected `<name> <nonce>` (space-separated; # starts a comment line)",
-                i + 1
-            ));
+            return Err(NoncesError::NotAPair { file, line });
         };
-        selfprobe::attest::check_nonce(nonce).map_err(|e| format!("{file}:{}: {e}", i + 1))?;
+        if let Err(source) = selfprobe::attest::check_nonce(nonce) {
+            return Err(NoncesError::BadNonce { file, line, source });
+        }
         if out.insert(name.to_string(), nonce.to_string()).is_some() {
-            return Err(format!(
-                "{file}:{}: {name:?} is listed twice: expected one nonce per workspace",
-                i + 1
-            ));
+            let name = name.to_string();
+            return Err(NoncesError::Twice { file, line, name });
         }
     }
     Ok(out)
@@ -513,11 +545,12 @@ mod tests {
         assert_eq!(n["web"], "abc123");
         assert_eq!(n["api"], "def456");
         assert_eq!(
-            parse_nonces("n", "web\n").unwrap_err(),
+            parse_nonces("n", "web\n").unwrap_err().to_string(),
             "n:1: expected `<name> <nonce>` (space-separated; # starts a comment line)"
         );
         assert!(parse_nonces("n", "a x\na y\n")
             .unwrap_err()
+            .to_string()
             .contains("twice"));
     }
 }

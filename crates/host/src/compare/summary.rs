@@ -461,7 +461,7 @@ pub fn row_with(
             Ok(Kind::Report) if report_file.is_none() => {
                 match input::check_report_size(&shown, bytes.len()) {
                     Ok(()) => report_file = Some((shown, bytes)),
-                    Err(e) => w.problems.push(e),
+                    Err(e) => w.problems.push(e.to_string()),
                 }
             }
             Ok(Kind::Report) => w

@@ -36,7 +36,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::Mode;
@@ -55,49 +55,47 @@ pub struct Root {
 impl Root {
     /// The container's root from its record, or why not (then the engine's
     /// cp places the probe). `runtime_kind` is Engine::runtime_kind's.
-    pub fn open(rec: &Record, runtime_kind: &str) -> Result<Root, String> {
+    pub fn open(rec: &Record, runtime_kind: &str) -> Result<Root, NotDirect> {
         if runtime_kind != "runc/crun" {
-            return Err(format!("the runtime is {runtime_kind}, not runc or crun"));
+            return Err(NotDirect::Runtime(runtime_kind.to_string()));
         }
         let Some(merged) = rec.merged_dir.as_deref() else {
-            return Err("the record names no overlay MergedDir".into());
+            return Err(NotDirect::NoMergedDir);
         };
         Root::open_checked(Path::new(merged), rec.pid, Path::new("/proc"))
     }
 
     /// `open` past the runtime check; `proc` is where the pid's root is
     /// looked up (the tests' own tree).
-    fn open_checked(merged: &Path, pid: i64, proc: &Path) -> Result<Root, String> {
+    fn open_checked(merged: &Path, pid: i64, proc: &Path) -> Result<Root, NotDirect> {
         let shown = merged.display().to_string();
         if !merged.is_absolute() || merged.components().any(|c| c == Component::ParentDir) {
-            return Err(format!(
-                "MergedDir {shown} is not an absolute path without .."
-            ));
+            return Err(NotDirect::NotAbsolute(shown));
         }
         if pid <= 0 {
-            return Err("the record has no pid for the container's first process".into());
+            return Err(NotDirect::NoPid);
         }
+        let unreadable = |source| NotDirect::Unreadable {
+            shown: shown.clone(),
+            source,
+        };
         let dir = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(nix::libc::O_DIRECTORY | nix::libc::O_NOFOLLOW)
             .open(merged)
-            .map_err(|e| format!("MergedDir {shown}: {e}"))?;
-        let fs = nix::sys::statfs::fstatfs(dir.as_fd())
-            .map_err(|e| format!("MergedDir {shown}: statfs: {e}"))?;
+            .map_err(unreadable)?;
+        let fs = nix::sys::statfs::fstatfs(dir.as_fd()).map_err(|source| NotDirect::Statfs {
+            shown: shown.clone(),
+            source,
+        })?;
         if fs.filesystem_type() != nix::sys::statfs::OVERLAYFS_SUPER_MAGIC {
-            return Err(format!(
-                "MergedDir {shown} is not an overlay mounted here (an engine in a mount namespace of its own)"
-            ));
+            return Err(NotDirect::NotOverlay(shown));
         }
-        let ours = dir
-            .metadata()
-            .map_err(|e| format!("MergedDir {shown}: {e}"))?;
+        let ours = dir.metadata().map_err(unreadable)?;
         let theirs = std::fs::metadata(proc.join(pid.to_string()).join("root"))
-            .map_err(|e| format!("the root of pid {pid}: {e}"))?;
+            .map_err(|source| NotDirect::PidRoot { pid, source })?;
         if (ours.dev(), ours.ino()) != (theirs.dev(), theirs.ino()) {
-            return Err(format!(
-                "MergedDir {shown} is not the root of the container's pid {pid}"
-            ));
+            return Err(NotDirect::NotRoot { shown, pid });
         }
         Ok(Root {
             uid: ours.uid(),
@@ -116,46 +114,115 @@ impl Root {
     }
 
     /// Writes `src` as `name` directly in the root; the new file's inode.
-    fn put(&self, src: &Path, name: &str) -> Result<u64, String> {
+    fn put(&self, src: &Path, name: &str) -> Result<u64, NotDirect> {
         if name.is_empty() || name.contains('/') || name == "." || name == ".." {
-            return Err(format!("{name:?} is not one file name"));
+            return Err(NotDirect::NotOneName(name.to_string()));
         }
-        let mut from = File::open(src).map_err(|e| format!("{}: {e}", src.display()))?;
-        let mode = from
-            .metadata()
-            .map_err(|e| format!("{}: {e}", src.display()))?
-            .mode()
-            & 0o777;
-        let fd = openat(
+        let source_err = |source| NotDirect::Source {
+            path: src.to_path_buf(),
+            source,
+        };
+        let mut from = File::open(src).map_err(source_err)?;
+        let mode = from.metadata().map_err(source_err)?.mode() & 0o777;
+        let file = format!("{}/{name}", self.shown);
+        let fd = match openat(
             self.dir.as_fd(),
             name,
             OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_WRONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
             Mode::from_bits_truncate(0o600),
-        )
-        .map_err(|e| format!("{}/{name}: {e}", self.shown))?;
+        ) {
+            Ok(fd) => fd,
+            Err(e) => {
+                return Err(NotDirect::Write {
+                    file,
+                    step: WriteStep::Create(e),
+                })
+            }
+        };
         let mut to = File::from(fd);
         let written = io::copy(&mut from, &mut to)
             .and_then(|_| to.flush())
-            .map_err(|e| e.to_string())
+            .map_err(WriteStep::Copy)
             .and_then(|()| {
                 fchown(
                     to.as_fd(),
                     Some(Uid::from_raw(self.uid)),
                     Some(Gid::from_raw(self.gid)),
                 )
-                .map_err(|e| format!("chown: {e}"))
+                .map_err(WriteStep::Chown)
             })
             .and_then(|()| {
                 nix::sys::stat::fchmod(to.as_fd(), Mode::from_bits_truncate(mode))
-                    .map_err(|e| format!("chmod: {e}"))
+                    .map_err(WriteStep::Chmod)
             });
-        let ino = to.metadata().map(|m| m.ino()).map_err(|e| e.to_string());
+        let ino = to.metadata().map(|m| m.ino()).map_err(WriteStep::Inode);
         drop(to);
-        written.and(ino).map_err(|e| {
+        written.and(ino).map_err(|step| {
             let _ = unlinkat(self.dir.as_fd(), name, UnlinkatFlags::NoRemoveDir);
-            format!("{}/{name}: {e}", self.shown)
+            NotDirect::Write { file, step }
         })
     }
+}
+
+/// Why the probe was not written from the host into the container's root
+/// (the engine's cp places it then; the reason is recorded as the
+/// placement's `host_write_refused`): which check or step failed, and where.
+#[derive(Debug, thiserror::Error)]
+pub enum NotDirect {
+    /// gVisor and Kata keep their own view of the files.
+    #[error("the runtime is {0}, not runc or crun")]
+    Runtime(String),
+    #[error("the record names no overlay MergedDir")]
+    NoMergedDir,
+    #[error("MergedDir {0} is not an absolute path without ..")]
+    NotAbsolute(String),
+    #[error("the record has no pid for the container's first process")]
+    NoPid,
+    #[error("MergedDir {shown}: {source}")]
+    Unreadable { shown: String, source: io::Error },
+    #[error("MergedDir {shown}: statfs: {source}")]
+    Statfs { shown: String, source: nix::Error },
+    /// Rootless podman mounts it in a namespace of its own.
+    #[error(
+        "MergedDir {0} is not an overlay mounted here (an engine in a mount namespace of its own)"
+    )]
+    NotOverlay(String),
+    #[error("the root of pid {pid}: {source}")]
+    PidRoot { pid: i64, source: io::Error },
+    /// A stopped container, a reused pid or a first process that changed
+    /// its root.
+    #[error("MergedDir {shown} is not the root of the container's pid {pid}")]
+    NotRoot { shown: String, pid: i64 },
+    /// A place that is not one name directly in the root.
+    #[error("{0:?} is not one file name")]
+    NotOneName(String),
+    #[error("{0} is not a name directly in /")]
+    NotInRoot(String),
+    /// The file to write, on the host.
+    #[error("{}: {source}", path.display())]
+    Source { path: PathBuf, source: io::Error },
+    /// `file` (root/name) could not be made whole: it was removed again.
+    #[error("{file}: {step}")]
+    Write {
+        file: String,
+        #[source]
+        step: WriteStep,
+    },
+}
+
+/// The step of writing a file into the root that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteStep {
+    #[error("{0}")]
+    Create(nix::Error),
+    #[error("{0}")]
+    Copy(io::Error),
+    #[error("chown: {0}")]
+    Chown(nix::Error),
+    #[error("chmod: {0}")]
+    Chmod(nix::Error),
+    #[error("{0}")]
+    Inode(io::Error),
 }
 
 /// The files the host wrote into a container's root, each name with the
@@ -167,7 +234,7 @@ pub struct Written {
 
 impl Written {
     /// Writes `src` as `name` directly in the root (Root::put).
-    pub fn put(&mut self, src: &Path, name: &str) -> Result<(), String> {
+    pub fn put(&mut self, src: &Path, name: &str) -> Result<(), NotDirect> {
         let ino = self.root.put(src, name)?;
         self.files.push((name.to_string(), ino));
         Ok(())
@@ -221,6 +288,7 @@ mod tests {
             Root::open_checked(m, pid, Path::new("/proc"))
                 .err()
                 .unwrap()
+                .to_string()
         };
         assert!(err(Path::new("relative/merged"), 1).contains("not an absolute path"));
         assert!(err(&tmp.join("../x"), 1).contains("not an absolute path"));

@@ -11,7 +11,7 @@
 
 use selfprobe::finding::Code;
 use std::collections::BTreeMap;
-use std::io::Read;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -28,6 +28,7 @@ use super::engine::{failure, Engine};
 use super::placement::{self, Candidate, Method, Passed};
 use super::record::{EngineKind, MountKind, Record};
 use super::resolve;
+use crate::error::CannotWrite;
 use selfprobe::attest::verify;
 use selfprobe::facts::boundary::Boundary;
 use selfprobe::finding::{Finding, Severity, Status};
@@ -277,10 +278,101 @@ pub fn file_stem(name: &str) -> String {
 }
 
 /// Random bytes as hex, from the OS.
-pub fn random_hex(n: usize) -> Result<String, String> {
+pub fn random_hex(n: usize) -> Result<String, NoRandom> {
     let mut b = vec![0u8; n];
-    getrandom::getrandom(&mut b).map_err(|e| format!("the OS random source failed: {e}"))?;
+    getrandom::getrandom(&mut b).map_err(NoRandom)?;
     Ok(selfprobe::util::codec::hex(&b))
+}
+
+/// The OS random source failed.
+#[derive(Debug, thiserror::Error)]
+#[error("the OS random source failed: {0}")]
+pub struct NoRandom(getrandom::Error);
+
+/// Why a file could not be hashed, or (a bind-mounted probe's source, "it")
+/// cannot be the binary it should be.
+#[derive(Debug, thiserror::Error)]
+pub enum HashError {
+    #[error("{}: {source}", path.display())]
+    Read { path: PathBuf, source: io::Error },
+    #[error("it cannot be read: {0}")]
+    Unreadable(io::Error),
+    #[error("it is not a regular file")]
+    NotFile,
+    #[error("it is {found} bytes, the inspector's binary {len}")]
+    Size { found: u64, len: u64 },
+}
+
+/// Why the probe (and the policy) could not be staged: all usage, as the
+/// inspection never starts.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    #[error(transparent)]
+    Random(#[from] NoRandom),
+    #[error("cannot make {}: {source}", dir.display())]
+    MakeDir { dir: PathBuf, source: io::Error },
+    #[error("--binary {}: {source}", path.display())]
+    Binary { path: PathBuf, source: io::Error },
+    #[error("--binary {}: not a regular file", .0.display())]
+    BinaryNotFile(PathBuf),
+    #[error("--policy {}: {source}", path.display())]
+    Policy { path: PathBuf, source: io::Error },
+    /// A staged copy's mode could not be set.
+    #[error("{0}")]
+    Mode(io::Error),
+    #[error(transparent)]
+    Hash(#[from] HashError),
+}
+
+impl From<StageError> for InspectError {
+    fn from(e: StageError) -> Self {
+        InspectError::Usage(e.to_string())
+    }
+}
+
+/// Why the probe was not placed at one candidate (recorded as that
+/// place's `why` in inspection.json; the next place is tried).
+#[derive(Debug, thiserror::Error)]
+pub enum NotPlaced {
+    #[error("the staged binary: {0}")]
+    Staged(io::Error),
+    /// A bind-mounted probe that is not the inspector's binary: not run.
+    #[error(
+        "bind-mounted by the container's creator from {}, which is not the inspector's binary ({why}): not run",
+        sanitize::escape(host)
+    )]
+    NotOurs { host: String, why: NotOurs },
+    /// The engine's cp failed (engine::failure's words).
+    #[error("{0}")]
+    Cp(String),
+    #[error(
+        "the policy could not be placed beside the probe ({0}); the probe copied there may remain"
+    )]
+    PolicyCp(String),
+}
+
+/// Why a bind-mounted file is not the inspector's binary.
+#[derive(Debug, thiserror::Error)]
+pub enum NotOurs {
+    #[error(transparent)]
+    Unhashable(#[from] HashError),
+    #[error("its SHA-256 is {found}, the inspector's binary's {want}")]
+    Differs { found: String, want: String },
+}
+
+/// Why the inspection directory was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// Stems are injective (util/filename.rs): this would be a bug.
+    #[error(
+        "two containers have the files {stem}.json: not written over (internal: their names are {:?})",
+        sanitize::escape(name)
+    )]
+    SameStem { stem: String, name: String },
+    #[error("cannot write the inspection into {}: {source}", dir.display())]
+    Files { dir: PathBuf, source: io::Error },
+    #[error(transparent)]
+    Last(#[from] CannotWrite),
 }
 
 /// Why the inspection could not start at all: bad options, key, policy
@@ -303,19 +395,23 @@ impl Drop for Staged {
     }
 }
 
-fn sha256_file(p: &Path, max: u64) -> Result<String, String> {
-    let f = std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
+fn sha256_file(p: &Path, max: u64) -> Result<String, HashError> {
+    let f = std::fs::File::open(p).map_err(|source| HashError::Read {
+        path: p.to_path_buf(),
+        source,
+    })?;
     sha256_read(f.take(max), p)
 }
 
-fn sha256_read(mut r: impl Read, p: &Path) -> Result<String, String> {
+fn sha256_read(mut r: impl Read, p: &Path) -> Result<String, HashError> {
     use selfprobe::util::digest::Sha256;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
-        let n = r
-            .read(&mut buf)
-            .map_err(|e| format!("{}: {e}", p.display()))?;
+        let n = r.read(&mut buf).map_err(|source| HashError::Read {
+            path: p.to_path_buf(),
+            source,
+        })?;
         if n == 0 {
             break;
         }
@@ -329,54 +425,55 @@ fn sha256_read(mut r: impl Read, p: &Path) -> Result<String, String> {
 /// opened without blocking (a FIFO put there later does not hang the
 /// inspection), its type and size checked on the open file. Err: why it
 /// is not (or cannot be read).
-fn sha256_if(p: &Path, len: u64) -> Result<String, String> {
+fn sha256_if(p: &Path, len: u64) -> Result<String, HashError> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
         .open(p)
-        .map_err(|e| format!("it cannot be read: {e}"))?;
-    let meta = f
-        .metadata()
-        .map_err(|e| format!("it cannot be read: {e}"))?;
+        .map_err(HashError::Unreadable)?;
+    let meta = f.metadata().map_err(HashError::Unreadable)?;
     if !meta.is_file() {
-        return Err("it is not a regular file".into());
+        return Err(HashError::NotFile);
     }
     if meta.len() != len {
-        return Err(format!(
-            "it is {} bytes, the inspector's binary {len}",
-            meta.len()
-        ));
+        let found = meta.len();
+        return Err(HashError::Size { found, len });
     }
     sha256_read(f.take(len), p)
 }
 
-fn stage(binary: &Path, policy: Option<&Path>) -> Result<(Staged, String), String> {
+fn stage(binary: &Path, policy: Option<&Path>) -> Result<(Staged, String), StageError> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     let dir = std::env::temp_dir().join(format!("selfprobe-inspect-{}", random_hex(8)?));
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&dir)
-        .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    if let Err(source) = std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        return Err(StageError::MakeDir { dir, source });
+    }
     let mut st = Staged {
         binary: dir.join("selfprobe"),
         policy: None,
         policy_sha256: None,
         dir,
     };
-    let meta =
-        std::fs::metadata(binary).map_err(|e| format!("--binary {}: {e}", binary.display()))?;
+    let bad_binary = |source| StageError::Binary {
+        path: binary.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(binary).map_err(bad_binary)?;
     if !meta.is_file() {
-        return Err(format!("--binary {}: not a regular file", binary.display()));
+        return Err(StageError::BinaryNotFile(binary.to_path_buf()));
     }
-    std::fs::copy(binary, &st.binary).map_err(|e| format!("--binary {}: {e}", binary.display()))?;
+    std::fs::copy(binary, &st.binary).map_err(bad_binary)?;
     std::fs::set_permissions(&st.binary, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| e.to_string())?;
+        .map_err(StageError::Mode)?;
     if let Some(p) = policy {
         let dst = st.dir.join(concat!("policy", ".toml"));
-        std::fs::copy(p, &dst).map_err(|e| format!("--policy {}: {e}", p.display()))?;
+        std::fs::copy(p, &dst).map_err(|source| StageError::Policy {
+            path: p.to_path_buf(),
+            source,
+        })?;
         std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o644))
-            .map_err(|e| e.to_string())?;
+            .map_err(StageError::Mode)?;
         st.policy_sha256 = Some(sha256_file(&dst, 1 << 30)?);
         st.policy = Some(dst);
     }
@@ -441,8 +538,7 @@ fn prepare(opts: &Options, signer: &Signer) -> Result<Prepared, InspectError> {
         Some(b) => b.clone(),
         None => probe_beside_self()?,
     };
-    let (staged, binary_sha) =
-        stage(&binary, opts.policy.as_deref()).map_err(InspectError::Usage)?;
+    let (staged, binary_sha) = stage(&binary, opts.policy.as_deref())?;
     let key_pem = signer
         .private_pem()
         .map_err(|e| InspectError::Usage(e.to_string()))?;
@@ -609,7 +705,7 @@ fn make_out_dir(given: Option<&Path>) -> Result<(PathBuf, bool), InspectError> {
                 .to_string();
             PathBuf::from(format!(
                 "selfprobe-inspect-{stamp}Z-{}",
-                random_hex(2).map_err(InspectError::Failed)?
+                random_hex(2).map_err(|e| InspectError::Failed(e.to_string()))?
             ))
         }
     };
@@ -737,6 +833,7 @@ fn one(sh: &Shared, rec: &Record) -> ContainerResult {
         let mut placed = match placed {
             Ok(p) => p,
             Err(why) => {
+                let why = why.to_string();
                 if cand.existing {
                     bound_refused = Some(why.clone());
                 }
@@ -989,7 +1086,7 @@ struct Ran {
 /// path. On the root filesystem of a runc or crun container the files are
 /// written from the host when outside/direct.rs's checks hold (an
 /// engine's cp costs an exec), else by the engine's cp.
-fn place(sh: &Shared, rec: &Record, cand: &Candidate, until: Instant) -> Result<Placed, String> {
+fn place(sh: &Shared, rec: &Record, cand: &Candidate, until: Instant) -> Result<Placed, NotPlaced> {
     let placed = |sha: String, policy, copied_by, refused, host| Placed {
         sha,
         policy,
@@ -1000,23 +1097,19 @@ fn place(sh: &Shared, rec: &Record, cand: &Candidate, until: Instant) -> Result<
     if cand.existing {
         let host = cand.host_binary.as_deref().unwrap_or("");
         let len = std::fs::metadata(&sh.staged.binary)
-            .map_err(|e| format!("the staged binary: {e}"))?
+            .map_err(NotPlaced::Staged)?
             .len();
-        let sha = sha256_if(Path::new(host), len).and_then(|s| {
-            if s == sh.binary_sha {
-                Ok(s)
-            } else {
-                Err(format!(
-                    "its SHA-256 is {s}, the inspector's binary's {}",
-                    sh.binary_sha
-                ))
-            }
-        });
-        let sha = sha.map_err(|why| {
-            format!(
-                "bind-mounted by the container's creator from {}, which is not the inspector's binary ({why}): not run",
-                sanitize::escape(host)
-            )
+        let sha = match sha256_if(Path::new(host), len) {
+            Ok(s) if s == sh.binary_sha => Ok(s),
+            Ok(found) => Err(NotOurs::Differs {
+                found,
+                want: sh.binary_sha.to_string(),
+            }),
+            Err(e) => Err(e.into()),
+        };
+        let sha = sha.map_err(|why| NotPlaced::NotOurs {
+            host: host.to_string(),
+            why,
         })?;
         return Ok(placed(sha, None, "", None, None));
     }
@@ -1032,14 +1125,17 @@ fn place(sh: &Shared, rec: &Record, cand: &Candidate, until: Instant) -> Result<
                     Some(written),
                 ))
             }
-            Err(why) => refused = Some(why),
+            Err(why) => refused = Some(why.to_string()),
         }
     }
     let cp = sh
         .engine
         .copy_in(&sh.staged.binary, &rec.id, &cand.path, until);
     if cp.status != ToolStatus::Ok {
-        return Err(failure(&format!("{} cp", sh.engine.cli_name()), &cp));
+        return Err(NotPlaced::Cp(failure(
+            &format!("{} cp", sh.engine.cli_name()),
+            &cp,
+        )));
     }
     let Some(src) = &sh.staged.policy else {
         return Ok(placed(sh.binary_sha.to_string(), None, "cp", refused, None));
@@ -1047,11 +1143,8 @@ fn place(sh: &Shared, rec: &Record, cand: &Candidate, until: Instant) -> Result<
     let p = format!("{}.policy.toml", cand.path);
     let cp = sh.engine.copy_in(src, &rec.id, &p, until);
     if cp.status != ToolStatus::Ok {
-        let why = format!(
-            "the policy could not be placed beside the probe ({}); the probe copied there may remain",
-            failure(&format!("{} cp", sh.engine.cli_name()), &cp)
-        );
-        return Err(why);
+        let cp = failure(&format!("{} cp", sh.engine.cli_name()), &cp);
+        return Err(NotPlaced::PolicyCp(cp));
     }
     Ok(placed(
         sh.binary_sha.to_string(),
@@ -1070,12 +1163,12 @@ fn place_direct(
     sh: &Shared,
     rec: &Record,
     cand: &Candidate,
-) -> Result<(Option<String>, direct::Written), String> {
+) -> Result<(Option<String>, direct::Written), direct::NotDirect> {
     let name = cand
         .path
         .strip_prefix('/')
         .filter(|n| !n.contains('/'))
-        .ok_or_else(|| format!("{} is not a name directly in /", cand.path))?;
+        .ok_or_else(|| direct::NotDirect::NotInRoot(cand.path.clone()))?;
     let root = direct::Root::open(rec, sh.engine.runtime_kind(&rec.runtime))?;
     let mut written = root.written();
     written.put(&sh.staged.binary, name)?;
@@ -1436,7 +1529,7 @@ fn finish(
                 resolve::resolve_all(root, paths, until)
             }
             Err(why) => {
-                c.resolve_refused = Some(why);
+                c.resolve_refused = Some(why.to_string());
                 BTreeMap::new()
             }
         };
@@ -1562,7 +1655,7 @@ fn planted(rec: &Record, out: &Captured) -> Vec<CanaryOut> {
 /// in place and on disk. The others' fsyncs are made at once
 /// (host::write_whole_all), one journal commit for all where each took its
 /// own.
-pub fn write(insp: &mut Inspection, json: &str, pubkey: &str) -> Result<(), String> {
+pub fn write(insp: &mut Inspection, json: &str, pubkey: &str) -> Result<(), WriteError> {
     let dir = PathBuf::from(&insp.out_dir);
     let cleanup = selfprobe::host::Cleanup::default();
     let mut nonces =
@@ -1575,10 +1668,8 @@ pub fn write(insp: &mut Inspection, json: &str, pubkey: &str) -> Result<(), Stri
         if let Some((r, e)) = &c.files {
             let stem = file_stem(&c.name);
             if !stems.insert(stem.clone()) {
-                return Err(format!(
-                    "two containers have the files {stem}.json: not written over (internal: their names are {:?})",
-                    sanitize::escape(&c.name)
-                ));
+                let name = c.name.clone();
+                return Err(WriteError::SameStem { stem, name });
             }
             files.push((dir.join(format!("{stem}.json")), r));
             files.push((dir.join(format!("{stem}.intoto.json")), e));
@@ -1589,11 +1680,12 @@ pub fn write(insp: &mut Inspection, json: &str, pubkey: &str) -> Result<(), Stri
     }
     files.push((dir.join("nonces"), nonces.as_bytes()));
     let refs: Vec<(&Path, &[u8])> = files.iter().map(|(p, b)| (p.as_path(), *b)).collect();
-    selfprobe::host::write_whole_all(&refs, &cleanup)
-        .map_err(|e| format!("cannot write the inspection into {}: {e}", dir.display()))?;
-    let last = dir.join("inspection.json");
-    selfprobe::host::write_whole(&last, json.as_bytes(), &cleanup)
-        .map_err(|e| format!("cannot write {}: {e}", last.display()))
+    if let Err(source) = selfprobe::host::write_whole_all(&refs, &cleanup) {
+        return Err(WriteError::Files { dir, source });
+    }
+    let path = dir.join("inspection.json");
+    selfprobe::host::write_whole(&path, json.as_bytes(), &cleanup)
+        .map_err(|source| CannotWrite { path, source }.into())
 }
 
 /// Sets the file names in each result, once the bytes are there.

@@ -26,6 +26,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
@@ -50,19 +51,15 @@ pub struct Root {
 impl Root {
     /// The container's root from its record, or why there is none.
     /// `runtime_kind` is Engine::runtime_kind's.
-    pub fn open(rec: &Record, runtime_kind: &str) -> Result<Root, String> {
+    pub fn open(rec: &Record, runtime_kind: &str) -> Result<Root, NoRoot> {
         let path = match runtime_kind {
             "runc/crun" if rec.pid > 0 => format!("/proc/{}/root", rec.pid),
-            "runc/crun" => return Err("the record has no pid for the container".into()),
+            "runc/crun" => return Err(NoRoot::NoPid),
             "runsc" => match rec.merged_dir.as_deref() {
                 Some(m) if Path::new(m).is_absolute() => m.to_string(),
-                _ => return Err("the record names no root filesystem (MergedDir)".into()),
+                _ => return Err(NoRoot::NoMergedDir),
             },
-            other => {
-                return Err(format!(
-                    "the runtime {other} keeps its own view of the files"
-                ))
-            }
+            other => return Err(NoRoot::OwnView(other.to_string())),
         };
         // /proc/PID/root is a magic link and must be followed; MergedDir
         // must not be a symlink.
@@ -74,7 +71,7 @@ impl Root {
             .read(true)
             .custom_flags(flags)
             .open(&path)
-            .map_err(|e| format!("{path}: {e}"))?;
+            .map_err(|source| NoRoot::Open { path, source })?;
         Ok(Root { dir })
     }
 
@@ -101,11 +98,9 @@ impl Root {
     /// resolves it: every symlink on the way followed inside the root. The
     /// part from the first component that does not exist on is kept as
     /// written. Err when a lookup fails otherwise or the path loops.
-    pub fn resolve(&self, path: &str) -> Result<String, String> {
+    pub fn resolve(&self, path: &str) -> Result<String, Unresolved> {
         if !path.starts_with('/') || path.len() > MAX_PATH {
-            return Err(format!(
-                "{path:?} is not an absolute path of at most {MAX_PATH} bytes"
-            ));
+            return Err(Unresolved::NotAbsolute(path.to_string()));
         }
         let mut done: Vec<String> = Vec::new();
         let mut todo: Vec<String> = components(path).rev().collect();
@@ -128,17 +123,23 @@ impl Root {
                     done.extend(todo.into_iter().rev());
                     break;
                 }
-                Err(e) => return Err(format!("/{rel}: {e}")),
+                Err(source) => return Err(Unresolved::Lookup { rel, source }),
             };
-            let st = fstat(fd.as_fd()).map_err(|e| format!("/{rel}: {e}"))?;
+            let st = match fstat(fd.as_fd()) {
+                Ok(st) => st,
+                Err(source) => return Err(Unresolved::Lookup { rel, source }),
+            };
             if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT != SFlag::S_IFLNK {
                 continue;
             }
             links += 1;
             if links > MAX_LINKS {
-                return Err(format!("{path}: more than {MAX_LINKS} symlinks"));
+                return Err(Unresolved::Loop(path.to_string()));
             }
-            let target = readlinkat(fd.as_fd(), "").map_err(|e| format!("/{rel}: {e}"))?;
+            let target = match readlinkat(fd.as_fd(), "") {
+                Ok(t) => t,
+                Err(source) => return Err(Unresolved::Lookup { rel, source }),
+            };
             let target = target.to_string_lossy().into_owned();
             done.pop();
             if target.starts_with('/') {
@@ -146,11 +147,40 @@ impl Root {
             }
             todo.extend(components(&target).rev());
             if todo.len() > MAX_PATH {
-                return Err(format!("{path}: the symlinks lead to too long a path"));
+                return Err(Unresolved::TooLong(path.to_string()));
             }
         }
         Ok(format!("/{}", done.join("/")))
     }
+}
+
+/// Why a container has no root to resolve paths in (recorded in
+/// inspection.json; the paths are then compared as written).
+#[derive(Debug, thiserror::Error)]
+pub enum NoRoot {
+    #[error("the record has no pid for the container")]
+    NoPid,
+    #[error("the record names no root filesystem (MergedDir)")]
+    NoMergedDir,
+    /// gVisor and Kata: the host's view is not the workload's.
+    #[error("the runtime {0} keeps its own view of the files")]
+    OwnView(String),
+    #[error("{path}: {source}")]
+    Open { path: String, source: io::Error },
+}
+
+/// Why a path was not resolved in the container (it is then compared as
+/// written). `rel` is the lookup that failed, under the root.
+#[derive(Debug, thiserror::Error)]
+pub enum Unresolved {
+    #[error("{0:?} is not an absolute path of at most {MAX_PATH} bytes")]
+    NotAbsolute(String),
+    #[error("/{rel}: {source}")]
+    Lookup { rel: String, source: nix::Error },
+    #[error("{0}: more than {MAX_LINKS} symlinks")]
+    Loop(String),
+    #[error("{0}: the symlinks lead to too long a path")]
+    TooLong(String),
 }
 
 fn components(p: &str) -> impl DoubleEndedIterator<Item = String> + '_ {
@@ -229,7 +259,11 @@ mod tests {
         assert_eq!(r.resolve("/usr/lib/up/run").unwrap(), "/run");
         assert_eq!(r.resolve("/lib/up/lib/up/run").unwrap(), "/run");
         assert_eq!(r.resolve("/run/escape").unwrap(), "/etc/passwd");
-        assert!(r.resolve("/loop/x").unwrap_err().contains("symlinks"));
+        assert!(r
+            .resolve("/loop/x")
+            .unwrap_err()
+            .to_string()
+            .contains("symlinks"));
         assert!(r.resolve("relative").is_err());
         let m = resolve_all(
             r,

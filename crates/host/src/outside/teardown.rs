@@ -13,6 +13,7 @@
 
 use selfprobe::finding::Code;
 use std::collections::BTreeMap;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -159,20 +160,48 @@ pub struct Inspected {
 /// its key, and each container.
 pub type FromInspection = (String, EngineKind, String, Vec<Inspected>);
 
-fn read_inspection(dir: &Path) -> Result<FromInspection, String> {
+/// Why an inspection directory's inspection.json cannot be torn down
+/// from: the operator gave the wrong directory or file (usage).
+#[derive(Debug, thiserror::Error)]
+pub enum NotAnInspection {
+    #[error("{}: {source}: expected the directory `selfprobe-host inspect --out-dir` wrote", path.display())]
+    Unreadable { path: PathBuf, source: io::Error },
+    #[error("{}: larger than {} MiB, the most an inspection.json may be: refused", .0.display(), MAX_INSPECTION >> 20)]
+    TooLarge(PathBuf),
+    #[error("{}: not JSON ({source})", path.display())]
+    NotJson {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{}: not an inspection (schema is not {})", .0.display(), super::inspect::SCHEMA)]
+    Schema(PathBuf),
+    #[error("{}: engine {engine:?}: expected docker or podman", path.display())]
+    Engine { path: PathBuf, engine: String },
+}
+
+impl From<NotAnInspection> for TeardownError {
+    fn from(e: NotAnInspection) -> Self {
+        TeardownError::Usage(e.to_string())
+    }
+}
+
+/// Why a teardown statement could not be signed.
+#[derive(Debug, thiserror::Error)]
+pub enum Unsigned {
+    #[error("cannot sign: this binary's SHA-256 is unknown (/proc/self/exe was unreadable)")]
+    NoToolSha,
+    #[error("cannot sign: {0}")]
+    Json(serde_json::Error),
+}
+
+fn read_inspection(dir: &Path) -> Result<FromInspection, NotAnInspection> {
     let path = dir.join("inspection.json");
-    let bytes = selfprobe::host::read_regular_nofollow(&path, MAX_INSPECTION + 1).map_err(|e| {
-        format!(
-            "{}: {e}: expected the directory `selfprobe-host inspect --out-dir` wrote",
-            path.display()
-        )
-    })?;
+    let bytes = match selfprobe::host::read_regular_nofollow(&path, MAX_INSPECTION + 1) {
+        Ok(b) => b,
+        Err(source) => return Err(NotAnInspection::Unreadable { path, source }),
+    };
     if bytes.len() as u64 > MAX_INSPECTION {
-        return Err(format!(
-            "{}: larger than {} MiB, the most an inspection.json may be: refused",
-            path.display(),
-            MAX_INSPECTION >> 20
-        ));
+        return Err(NotAnInspection::TooLarge(path));
     }
     let nonces = read_nonces(&dir.join("nonces"));
     parse_inspection(&path, &bytes, &nonces)
@@ -183,15 +212,13 @@ pub fn parse_inspection(
     path: &Path,
     bytes: &[u8],
     nonces: &BTreeMap<String, String>,
-) -> Result<FromInspection, String> {
-    let v: Value =
-        serde_json::from_slice(bytes).map_err(|e| format!("{}: not JSON ({e})", path.display()))?;
+) -> Result<FromInspection, NotAnInspection> {
+    let v: Value = serde_json::from_slice(bytes).map_err(|source| NotAnInspection::NotJson {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if v.get("schema").and_then(Value::as_str) != Some(super::inspect::SCHEMA) {
-        return Err(format!(
-            "{}: not an inspection (schema is not {})",
-            path.display(),
-            super::inspect::SCHEMA
-        ));
+        return Err(NotAnInspection::Schema(path.to_path_buf()));
     }
     let s = |v: &Value, p: &str| {
         v.pointer(p)
@@ -203,10 +230,10 @@ pub fn parse_inspection(
         "docker" => EngineKind::Docker,
         "podman" => EngineKind::Podman,
         other => {
-            return Err(format!(
-                "{}: engine {other:?}: expected docker or podman",
-                path.display()
-            ))
+            return Err(NotAnInspection::Engine {
+                path: path.to_path_buf(),
+                engine: other.to_string(),
+            })
         }
     };
     let mut out = Vec::new();
@@ -304,8 +331,7 @@ pub fn teardown_on(
         }
         None => Policy::default(),
     };
-    let (inspection, kind, inspection_keyid, inspected) =
-        read_inspection(&opts.dir).map_err(TeardownError::Usage)?;
+    let (inspection, kind, inspection_keyid, inspected) = read_inspection(&opts.dir)?;
     let fresh;
     let engine = match connected {
         Some(e) if e.name == kind => e,
@@ -482,15 +508,13 @@ pub fn teardown_on(
                 match selfprobe::host::write_whole(&opts.dir.join(&name), env.as_bytes(), &cleanup)
                 {
                     Ok(()) => t.statement = Some(name),
-                    Err(e) => {
-                        return Err(TeardownError::Failed(format!(
-                            "cannot write {}: {e}",
-                            opts.dir.join(&name).display()
-                        )))
+                    Err(source) => {
+                        let path = opts.dir.join(&name);
+                        return Err(crate::error::CannotWrite { path, source }.into());
                     }
                 }
             }
-            Err(e) => return Err(TeardownError::Failed(e)),
+            Err(e) => return Err(TeardownError::Failed(e.to_string())),
         }
     }
     let exit = containers.iter().map(|c| c.exit).max().unwrap_or(0);
@@ -720,10 +744,8 @@ fn statement(
     tool_sha: &Option<String>,
     started: SystemTime,
     finished: SystemTime,
-) -> Result<String, String> {
-    let sha = tool_sha
-        .clone()
-        .ok_or("cannot sign: this binary's SHA-256 is unknown (/proc/self/exe was unreadable)")?;
+) -> Result<String, Unsigned> {
+    let sha = tool_sha.clone().ok_or(Unsigned::NoToolSha)?;
     let predicate = Predicate {
         schema: attest::TEARDOWN_PREDICATE_TYPE,
         tool: PredicateTool {
@@ -754,14 +776,14 @@ fn statement(
     // Through a Value, as the statement around it: its keys in the order
     // they had when the predicate was written with json! (sorted), so the
     // signed bytes are as before.
-    let predicate = serde_json::to_value(&predicate).map_err(|e| format!("cannot sign: {e}"))?;
+    let predicate = serde_json::to_value(&predicate).map_err(Unsigned::Json)?;
     let st = json!({
         "_type": attest::STATEMENT_TYPE,
         "subject": [{"name": attest::TOOL_SUBJECT, "digest": {"sha256": sha}}],
         "predicateType": attest::TEARDOWN_PREDICATE_TYPE,
         "predicate": predicate,
     });
-    let payload = serde_json::to_vec(&st).map_err(|e| format!("cannot sign: {e}"))?;
+    let payload = serde_json::to_vec(&st).map_err(Unsigned::Json)?;
     Ok(dsse::Envelope::sign(signer, dsse::PAYLOAD_TYPE, &payload).to_json())
 }
 

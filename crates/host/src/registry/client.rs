@@ -246,7 +246,7 @@ impl Client {
             match self.send(&http, "GET", "/v2/", &[], None, MAX_SMALL, self.deadline) {
                 Ok(r) if is_registry(&r) => return Ok(self.chose(Scheme::Http, None)),
                 Ok(r) => plain_said = Some(format!("GET /v2/ answered {} {}", r.status, r.reason)),
-                Err(e) => plain_said = Some(e),
+                Err(e) => plain_said = Some(e.to_string()),
             }
         }
         let tls_deadline = if self.plain_ok && !plain_first {
@@ -260,7 +260,7 @@ impl Client {
                 "GET /v2/ answered {} {}, not a registry's 200 or 401",
                 r.status, r.reason
             ),
-            Err(e) => e,
+            Err(e) => e.to_string(),
         };
         if let Some(p) = plain_said {
             return Err(self.failed(format!("over plain HTTP: {p}; over HTTPS: {tls_err}")));
@@ -536,7 +536,7 @@ impl Client {
         body: Option<&[u8]>,
         max: usize,
         deadline: Instant,
-    ) -> Result<Response, String> {
+    ) -> Result<Response, SendError> {
         check_request(target, headers)?;
         let tcp = connect(&url.host, url.port, &self.resolver, deadline)?;
         let mut conn = match url.scheme {
@@ -549,16 +549,17 @@ impl Client {
                         _ => String::new(),
                     };
                     return Err(match e {
-                        TlsError::Rejected(m) => format!(
-                            "TLS with {} failed: {m}{cert}; trusted roots: {} ({}); SSL_CERT_FILE names a CA bundle to trust instead",
-                            url.authority(),
-                            self.tls.store.kind,
-                            self.tls.store.source
-                        ),
-                        TlsError::Io(e) => {
-                            format!("TLS with {} failed: {}", url.authority(), io_text(&e))
-                        }
-                        TlsError::Setup(m) => format!("TLS set-up: {m}"),
+                        TlsError::Rejected(why) => SendError::TlsRejected {
+                            authority: url.authority(),
+                            why,
+                            cert,
+                            store: format!("{} ({})", self.tls.store.kind, self.tls.store.source),
+                        },
+                        TlsError::Io(e) => SendError::TlsIo {
+                            authority: url.authority(),
+                            why: io_text(&e),
+                        },
+                        TlsError::Setup(m) => SendError::TlsSetup(m),
                     });
                 }
             },
@@ -576,15 +577,15 @@ impl Client {
             None => http1::exchange(&mut conn, &req, max + 1, deadline),
         }
         .map_err(|e| match http1::head_error(&e) {
-            Some(h) => format!("not an HTTP answer: {h}"),
-            None => io_text(&e),
+            Some(h) => SendError::NotHttp(h),
+            None => SendError::Io(io_text(&e)),
         })?;
         if resp.body.len() > max {
-            return Err(format!(
-                "{method} {}: the answer is larger than {} bytes, more than such a document may be",
-                url.shown(),
-                max
-            ));
+            return Err(SendError::TooLarge {
+                method: method.to_string(),
+                url: url.shown(),
+                max,
+            });
         }
         Ok(resp)
     }
@@ -601,28 +602,93 @@ impl Client {
 /// only visible ASCII, and a header value no line break, or the request is
 /// not sent: a CR LF there would add a header or a request of the
 /// registry's choosing.
-pub fn check_request(target: &str, headers: &[(String, String)]) -> Result<(), String> {
-    if let Some(b) = target.bytes().find(|b| !(0x21..=0x7e).contains(b)) {
-        return Err(format!(
-            "the request target '{}' holds the byte 0x{b:02x}, which a request line may not carry: not sent",
-            sanitize::escape(&target.chars().take(120).collect::<String>())
-        ));
+pub fn check_request(target: &str, headers: &[(String, String)]) -> Result<(), NotSent> {
+    if let Some(byte) = target.bytes().find(|b| !(0x21..=0x7e).contains(b)) {
+        return Err(NotSent::TargetByte {
+            target: sanitize::escape(&target.chars().take(120).collect::<String>()),
+            byte,
+        });
     }
     if target.is_empty() {
-        return Err("an empty request target: not sent".into());
+        return Err(NotSent::EmptyTarget);
     }
     for (k, v) in headers {
         if k.bytes()
             .chain(v.bytes())
             .any(|b| matches!(b, b'\r' | b'\n' | 0))
         {
-            return Err(format!(
-                "the header {} holds a line break: not sent",
-                sanitize::escape(&k.chars().take(60).collect::<String>())
-            ));
+            return Err(NotSent::HeaderBreak(sanitize::escape(
+                &k.chars().take(60).collect::<String>(),
+            )));
         }
     }
     Ok(())
+}
+
+/// A request that was not sent: what in it a registry's answer put there.
+/// Names and targets are escaped and cut for a terminal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotSent {
+    #[error("the request target '{target}' holds the byte 0x{byte:02x}, which a request line may not carry: not sent")]
+    TargetByte { target: String, byte: u8 },
+    #[error("an empty request target: not sent")]
+    EmptyTarget,
+    #[error("the header {0} holds a line break: not sent")]
+    HeaderBreak(String),
+}
+
+/// Why one exchange failed: the request, the name or connection, TLS, or
+/// the HTTP answer. Never holds a header.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    #[error(transparent)]
+    NotSent(#[from] NotSent),
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    /// The server's certificate was not trusted: `store` is the trust
+    /// store's kind and where it came from.
+    #[error("TLS with {authority} failed: {why}{cert}; trusted roots: {store}; SSL_CERT_FILE names a CA bundle to trust instead")]
+    TlsRejected {
+        authority: String,
+        why: String,
+        /// " (certificate …, issued by …)" when the server showed one.
+        cert: String,
+        store: String,
+    },
+    #[error("TLS with {authority} failed: {why}")]
+    TlsIo { authority: String, why: String },
+    #[error("TLS set-up: {0}")]
+    TlsSetup(String),
+    #[error("not an HTTP answer: {0}")]
+    NotHttp(http1::HeadError),
+    /// The connection failed mid-exchange (io_text's words).
+    #[error("{0}")]
+    Io(String),
+    #[error(
+        "{method} {url}: the answer is larger than {max} bytes, more than such a document may be"
+    )]
+    TooLarge {
+        method: String,
+        url: String,
+        max: usize,
+    },
+}
+
+/// Why no connection was made to a registry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectError {
+    #[error("the name {host} does not resolve: {why}")]
+    Unresolved { host: String, why: String },
+    #[error("the name {0} has no address")]
+    NoAddress(String),
+    /// No address was tried at all.
+    #[error("no address")]
+    NoneTried,
+    #[error("{0}: no connection before the deadline (--timeout)")]
+    Deadline(SocketAddr),
+    /// The last address tried, and io_text's words.
+    #[error("{addr}: {why}")]
+    Refused { addr: SocketAddr, why: String },
 }
 
 fn io_text(e: &io::Error) -> String {
@@ -670,7 +736,7 @@ fn addrs(
     port: u16,
     resolver: &Resolver,
     deadline: Instant,
-) -> Result<Vec<SocketAddr>, String> {
+) -> Result<Vec<SocketAddr>, ConnectError> {
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, port)]);
     }
@@ -681,10 +747,12 @@ fn addrs(
             SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), port),
         ]);
     }
-    let ips =
-        resolver(host, deadline).map_err(|e| format!("the name {host} does not resolve: {e}"))?;
+    let ips = resolver(host, deadline).map_err(|why| ConnectError::Unresolved {
+        host: host.to_string(),
+        why,
+    })?;
     if ips.is_empty() {
-        return Err(format!("the name {host} has no address"));
+        return Err(ConnectError::NoAddress(host.to_string()));
     }
     Ok(ips
         .into_iter()
@@ -698,21 +766,24 @@ fn connect(
     port: u16,
     resolver: &Resolver,
     deadline: Instant,
-) -> Result<TcpStream, String> {
-    let mut last = String::from("no address");
+) -> Result<TcpStream, ConnectError> {
+    let mut last = ConnectError::NoneTried;
     for a in addrs(host, port, resolver, deadline)? {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(format!(
-                "{a}: no connection before the deadline (--timeout)"
-            ));
+            return Err(ConnectError::Deadline(a));
         }
         match TcpStream::connect_timeout(&a, left.min(Duration::from_secs(10))) {
             Ok(s) => {
                 let _ = s.set_nodelay(true);
                 return Ok(s);
             }
-            Err(e) => last = format!("{a}: {}", io_text(&e)),
+            Err(e) => {
+                last = ConnectError::Refused {
+                    addr: a,
+                    why: io_text(&e),
+                }
+            }
         }
     }
     Err(last)
@@ -742,13 +813,14 @@ mod tests {
     fn request_lines_carry_no_break_or_space() {
         assert_eq!(check_request("/v2/app/manifests/sha256:ab", &[]), Ok(()));
         for t in ["/v2/a\r\nX: 1", "/v2/a b", "/v2/\u{1b}", "/v2/\u{202e}", ""] {
-            let e = check_request(t, &[]).unwrap_err();
+            let e = check_request(t, &[]).unwrap_err().to_string();
             assert!(e.contains("not sent"), "{e}");
             assert!(!e.chars().any(sanitize::is_hazard), "{e:?}");
         }
         let h = vec![("Authorization".to_string(), "Bearer a\r\nX: 1".to_string())];
         assert!(check_request("/v2/", &h)
             .unwrap_err()
+            .to_string()
             .contains("line break"));
     }
 

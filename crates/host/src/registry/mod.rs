@@ -519,12 +519,25 @@ fn referrers(c: &mut Client) -> Result<(Vec<Referrer>, String), Error> {
     Ok((out, via))
 }
 
-pub fn collect(index: &[u8], out: &mut Vec<Referrer>) -> Result<(), String> {
-    let v: Value = serde_json::from_slice(index).map_err(|_| "not JSON".to_string())?;
+/// A referrers answer that cannot be listed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReferrersError {
+    #[error("not JSON")]
+    NotJson,
+    #[error("not an image index (no manifests list)")]
+    NotIndex,
+    /// A listed digest that is not algorithm:hex ends the command: a
+    /// registry that lists one is broken or hostile.
+    #[error("a referrer is listed with {0}; refused")]
+    BadDigest(#[from] reference::DigestError),
+}
+
+pub fn collect(index: &[u8], out: &mut Vec<Referrer>) -> Result<(), ReferrersError> {
+    let v: Value = serde_json::from_slice(index).map_err(|_| ReferrersError::NotJson)?;
     let list = v
         .get("manifests")
         .and_then(Value::as_array)
-        .ok_or("not an image index (no manifests list)")?;
+        .ok_or(ReferrersError::NotIndex)?;
     for m in list {
         if out.len() >= MAX_REFERRERS {
             break;
@@ -535,8 +548,7 @@ pub fn collect(index: &[u8], out: &mut Vec<Referrer>) -> Result<(), String> {
         // The digest goes into the next request line and onto a terminal:
         // one that is not algorithm:hex ends the command (a registry that
         // lists it is broken or hostile).
-        reference::check_digest(d)
-            .map_err(|e| format!("a referrer is listed with {e}; refused"))?;
+        reference::check_digest(d)?;
         out.push(Referrer {
             digest: d.to_string(),
             artifact_type: m
@@ -639,17 +651,24 @@ pub fn fetch(opts: &Options, f: &FetchOptions, cleanup: &Cleanup) -> Result<Fetc
 /// Whether `-o` writes an envelope of `size` bytes: only one that verified,
 /// and only while the total stays within MAX_WRITTEN. Err: why not, for
 /// the output.
-pub fn may_write(verified: bool, size: u64, written: u64) -> Result<(), String> {
+pub fn may_write(verified: bool, size: u64, written: u64) -> Result<(), NotWritten> {
     if !verified {
-        return Err("not written to -o: it did not verify".into());
+        return Err(NotWritten::Unverified);
     }
     if written.saturating_add(size) > MAX_WRITTEN {
-        return Err(format!(
-            "not written to -o: {size} bytes more would pass the {} MiB -o writes in all",
-            MAX_WRITTEN >> 20
-        ));
+        return Err(NotWritten::OverTotal { size });
     }
     Ok(())
+}
+
+/// Why an envelope fetched was not written to `-o`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotWritten {
+    #[error("not written to -o: it did not verify")]
+    Unverified,
+    /// `size` bytes more would pass MAX_WRITTEN.
+    #[error("not written to -o: {size} bytes more would pass the {} MiB -o writes in all", MAX_WRITTEN >> 20)]
+    OverTotal { size: u64 },
 }
 
 fn fetch_one(
@@ -778,8 +797,8 @@ fn fetch_one(
                 *written += b.body.len() as u64;
                 out.file = Some(path);
             }
-            Err(why) if verified => out.problems.push(why),
-            Err(why) => out.not_written = Some(why),
+            Err(why) if verified => out.problems.push(why.to_string()),
+            Err(why) => out.not_written = Some(why.to_string()),
         }
     }
     Ok(out)
@@ -822,10 +841,11 @@ mod tests {
     fn only_verified_envelopes_are_written_and_within_the_total() {
         assert!(may_write(false, 10, 0)
             .unwrap_err()
+            .to_string()
             .contains("did not verify"));
         assert_eq!(may_write(true, 10, 0), Ok(()));
         assert_eq!(may_write(true, 1, MAX_WRITTEN - 1), Ok(()));
-        let e = may_write(true, 2, MAX_WRITTEN - 1).unwrap_err();
+        let e = may_write(true, 2, MAX_WRITTEN - 1).unwrap_err().to_string();
         assert!(e.contains("256 MiB"), "{e}");
         assert!(may_write(true, u64::MAX, 1).is_err());
     }
@@ -840,7 +860,7 @@ mod tests {
         ] {
             let body = format!(r#"{{"manifests":[{{"digest":"{d}","artifactType":"x"}}]}}"#);
             let mut out = Vec::new();
-            let e = collect(body.as_bytes(), &mut out).unwrap_err();
+            let e = collect(body.as_bytes(), &mut out).unwrap_err().to_string();
             assert!(e.contains("algorithm:hex") && e.contains("refused"), "{e}");
             assert!(
                 !e.chars().any(selfprobe::util::sanitize::is_hazard),

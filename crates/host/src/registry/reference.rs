@@ -88,10 +88,10 @@ impl Reference {
                 return Err(err("the tag is not [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"));
             }
         }
-        check_repository(repo).map_err(|w| err(&w))?;
+        check_repository(repo).map_err(|w| err(&w.to_string()))?;
         let (registry, host, port) = match first {
             Some(r) => {
-                let (h, p) = split_host_port(r).map_err(|w| err(&w))?;
+                let (h, p) = split_host_port(r).map_err(|w| err(&w.to_string()))?;
                 (r.to_string(), h, p)
             }
             None => (DOCKER_HUB.to_string(), DOCKER_HUB_API.to_string(), None),
@@ -145,22 +145,19 @@ impl fmt::Display for Reference {
 /// `.`, `_` or `-`), with lower-case hex of the length the algorithm has
 /// (sha256: 64, sha512: 128; another: 32 to 128 digits). Err says what is
 /// wrong, with the value escaped and cut for a terminal.
-pub fn check_digest(d: &str) -> Result<(), String> {
-    let shown = || {
-        let mut s: String = d.chars().take(100).collect();
+pub fn check_digest(d: &str) -> Result<(), DigestError> {
+    let bad = |problem| {
+        let mut shown: String = d.chars().take(100).collect();
         if d.chars().count() > 100 {
-            s.push('…');
+            shown.push('…');
         }
-        selfprobe::util::sanitize::escape(&s)
-    };
-    let bad = |why: &str| {
-        Err(format!(
-            "the digest '{}' {why}: expected algorithm:hex (e.g. sha256:<64 hex digits>)",
-            shown()
-        ))
+        Err(DigestError {
+            shown: selfprobe::util::sanitize::escape(&shown),
+            problem,
+        })
     };
     let Some((alg, hex)) = d.split_once(':') else {
-        return bad("has no ':'");
+        return bad(DigestProblem::NoColon);
     };
     let alg_ok = !alg.is_empty()
         && alg.len() <= 32
@@ -170,10 +167,10 @@ pub fn check_digest(d: &str) -> Result<(), String> {
                     .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
         });
     if !alg_ok {
-        return bad("has an algorithm that is not lower-case letters and digits");
+        return bad(DigestProblem::Algorithm);
     }
     if !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-        return bad("holds more than lower-case hex digits after the ':'");
+        return bad(DigestProblem::NotHex);
     }
     let len_ok = match alg {
         "sha256" => hex.len() == 64,
@@ -181,9 +178,54 @@ pub fn check_digest(d: &str) -> Result<(), String> {
         _ => (32..=128).contains(&hex.len()),
     };
     if !len_ok {
-        return bad("has the wrong number of hex digits for its algorithm");
+        return bad(DigestProblem::Length);
     }
     Ok(())
+}
+
+/// A digest that is not `algorithm:hex`: `shown` is the value escaped and
+/// cut for a terminal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the digest '{shown}' {problem}: expected algorithm:hex (e.g. sha256:<64 hex digits>)")]
+pub struct DigestError {
+    pub shown: String,
+    pub problem: DigestProblem,
+}
+
+/// What is wrong with a digest (the words fit "the digest '…' ___").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DigestProblem {
+    #[error("has no ':'")]
+    NoColon,
+    #[error("has an algorithm that is not lower-case letters and digits")]
+    Algorithm,
+    #[error("holds more than lower-case hex digits after the ':'")]
+    NotHex,
+    #[error("has the wrong number of hex digits for its algorithm")]
+    Length,
+}
+
+/// A part of a reference that is not as the distribution spec and Docker
+/// have it: the `why` of a RefError. Names are cut for a terminal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    #[error("an IPv6 address without its closing ]")]
+    UnclosedV6,
+    #[error("[{0}] is not an IPv6 address")]
+    NotV6(String),
+    #[error("text after the IPv6 address")]
+    AfterV6,
+    #[error("the port '{0}' is not a number from 1 to 65535")]
+    Port(String),
+    #[error("the registry host '{}' is not a name or an IP address", selfprobe::util::sanitize::short(.0, 80))]
+    Host(String),
+    #[error("the repository name is empty or longer than 255 characters")]
+    RepositoryLength,
+    #[error(
+        "the repository component '{}' is not lowercase letters and digits joined by '.', '_' or '-'",
+        selfprobe::util::sanitize::short(.0, 80)
+    )]
+    RepositoryComponent(String),
 }
 
 pub fn is_loopback_host(host: &str) -> bool {
@@ -192,20 +234,15 @@ pub fn is_loopback_host(host: &str) -> bool {
 }
 
 /// `host`, `host:port`, `[v6]` or `[v6]:port`.
-pub fn split_host_port(s: &str) -> Result<(String, Option<u16>), String> {
+pub fn split_host_port(s: &str) -> Result<(String, Option<u16>), NameError> {
     let (host, port) = if let Some(r) = s.strip_prefix('[') {
-        let (h, after) = r
-            .split_once(']')
-            .ok_or("an IPv6 address without its closing ]")?;
+        let (h, after) = r.split_once(']').ok_or(NameError::UnclosedV6)?;
         if h.parse::<std::net::Ipv6Addr>().is_err() {
-            return Err(format!("[{h}] is not an IPv6 address"));
+            return Err(NameError::NotV6(h.to_string()));
         }
         match after {
             "" => (h, None),
-            p => (
-                h,
-                Some(p.strip_prefix(':').ok_or("text after the IPv6 address")?),
-            ),
+            p => (h, Some(p.strip_prefix(':').ok_or(NameError::AfterV6)?)),
         }
     } else {
         match s.rsplit_once(':') {
@@ -218,7 +255,7 @@ pub fn split_host_port(s: &str) -> Result<(String, Option<u16>), String> {
             p.parse::<u16>()
                 .ok()
                 .filter(|p| *p > 0)
-                .ok_or_else(|| format!("the port '{p}' is not a number from 1 to 65535"))?,
+                .ok_or_else(|| NameError::Port(p.to_string()))?,
         ),
         None => None,
     };
@@ -228,19 +265,16 @@ pub fn split_host_port(s: &str) -> Result<(String, Option<u16>), String> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':'));
     if !name_ok {
-        return Err(format!(
-            "the registry host '{}' is not a name or an IP address",
-            selfprobe::util::sanitize::short(host, 80)
-        ));
+        return Err(NameError::Host(host.to_string()));
     }
     Ok((host.to_string(), port))
 }
 
 /// The distribution spec's repository name: path components of lowercase
 /// letters and digits, separated within by `.`, `_`, `__` or dashes.
-fn check_repository(repo: &str) -> Result<(), String> {
+fn check_repository(repo: &str) -> Result<(), NameError> {
     if repo.is_empty() || repo.len() > 255 {
-        return Err("the repository name is empty or longer than 255 characters".into());
+        return Err(NameError::RepositoryLength);
     }
     for c in repo.split('/') {
         let ok = !c.is_empty()
@@ -251,10 +285,7 @@ fn check_repository(repo: &str) -> Result<(), String> {
             && !c.contains("..")
             && !c.contains("___");
         if !ok {
-            return Err(format!(
-                "the repository component '{}' is not lowercase letters and digits joined by '.', '_' or '-'",
-                selfprobe::util::sanitize::short(c, 80)
-            ));
+            return Err(NameError::RepositoryComponent(c.to_string()));
         }
     }
     Ok(())
@@ -326,7 +357,7 @@ mod tests {
             ),
             ("sha256:../../x", "more than lower-case hex"),
         ] {
-            let e = check_digest(bad).unwrap_err();
+            let e = check_digest(bad).unwrap_err().to_string();
             assert!(e.contains(why), "{bad:?}: {e}");
             assert!(
                 !e.chars().any(selfprobe::util::sanitize::is_hazard),

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use crate::compare::summary::{self, Cell, Fleet, Workspace};
 use crate::compare::{html, input, render};
+use crate::error::CannotWrite;
 use selfprobe::keys::VerifyingKey;
 use selfprobe::model::Exit;
 use selfprobe::scorecard::CONTROLS;
@@ -189,7 +190,7 @@ impl View {
     }
 
     /// fleet.txt, fleet.json and fleet.html, each whole or not at all.
-    pub fn write(&self) -> Result<(), String> {
+    pub fn write(&self) -> Result<(), CannotWrite> {
         let f = self.fleet();
         let cleanup = selfprobe::host::Cleanup::default();
         let text = if f.workspaces.is_empty() {
@@ -204,7 +205,7 @@ impl View {
         ] {
             let p = self.out_dir.join(name);
             selfprobe::host::write_whole(&p, body.as_bytes(), &cleanup)
-                .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+                .map_err(|source| CannotWrite { path: p, source })?;
         }
         Ok(())
     }
@@ -232,7 +233,7 @@ pub fn serve(mut view: View, rx: Receiver<Update>, warn: impl Fn(&str)) {
             }
             Ok(Update::Flush(done)) => {
                 if let Err(e) = view.write() {
-                    warn(&e);
+                    warn(&e.to_string());
                 }
                 pending = false;
                 let _ = done.send(());
@@ -243,7 +244,7 @@ pub fn serve(mut view: View, rx: Receiver<Update>, warn: impl Fn(&str)) {
         }
         if pending && Instant::now() >= last + MIN_INTERVAL {
             if let Err(e) = view.write() {
-                warn(&e);
+                warn(&e.to_string());
             }
             last = Instant::now();
             pending = false;

@@ -40,6 +40,7 @@ use serde_json::Value;
 use zeroize::Zeroizing;
 
 use crate::cli::{EngineName, WatchArgs};
+use crate::error::CannotWrite;
 use crate::outside::engine::{failure, find_cli, Engine, CLI_STDERR_CAP, CLI_STDOUT_CAP};
 use crate::outside::inspect::{self as insp, Session};
 use crate::outside::record::{EngineKind, Record};
@@ -108,45 +109,32 @@ pub use crate::error::Error as WatchError;
 impl Options {
     /// Checks the command line: each error says what was wrong and what was
     /// expected.
-    pub fn from_args(a: &WatchArgs) -> Result<Options, String> {
+    pub fn from_args(a: &WatchArgs) -> Result<Options, OptionError> {
         for f in &a.filter {
             let ok = f
                 .strip_prefix("label=")
                 .is_some_and(|kv| !kv.is_empty() && !kv.starts_with('='));
             if !ok {
-                return Err(format!(
-                    "--filter {f:?}: expected label=KEY or label=KEY=VALUE"
-                ));
+                return Err(OptionError::Filter(f.clone()));
             }
         }
         for (flag, v) in [("--place-in", &a.place_in), ("--workspace", &a.workspace)] {
-            if v.as_ref().is_some_and(|p| !p.starts_with('/')) {
-                return Err(format!(
-                    "{flag} {:?} is relative: expected an absolute path inside the containers",
-                    v.as_deref().unwrap_or("")
-                ));
+            if let Some(path) = v.as_ref().filter(|p| !p.starts_with('/')) {
+                let path = path.clone();
+                return Err(OptionError::Relative { flag, path });
             }
         }
         if !(1..=16).contains(&a.jobs) {
-            return Err(format!(
-                "--jobs {}: expected 1 to 16 containers at once",
-                a.jobs
-            ));
+            return Err(OptionError::Jobs(a.jobs));
         }
         if a.timeout < Duration::from_secs(1) {
-            return Err(format!(
-                "--timeout {} ms: expected at least 1s per container",
-                a.timeout.as_millis()
-            ));
+            return Err(OptionError::Timeout(a.timeout));
         }
         if a.keep == 0 {
-            return Err("--keep 0: expected at least 1 ended workspace's record".into());
+            return Err(OptionError::Keep);
         }
         if a.max_age < Duration::from_secs(60) {
-            return Err(format!(
-                "--max-age {} s: expected at least 1m",
-                a.max_age.as_secs()
-            ));
+            return Err(OptionError::MaxAge(a.max_age));
         }
         let engine = a.engine.map(|e| match e {
             EngineName::Docker => EngineKind::Docker,
@@ -182,13 +170,51 @@ impl Options {
     }
 }
 
+/// A watch command line that cannot be: what was given and what was
+/// expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OptionError {
+    #[error("--filter {0:?}: expected label=KEY or label=KEY=VALUE")]
+    Filter(String),
+    #[error("{flag} {path:?} is relative: expected an absolute path inside the containers")]
+    Relative { flag: &'static str, path: String },
+    #[error("--jobs {0}: expected 1 to 16 containers at once")]
+    Jobs(usize),
+    #[error("--timeout {} ms: expected at least 1s per container", .0.as_millis())]
+    Timeout(Duration),
+    #[error("--keep 0: expected at least 1 ended workspace's record")]
+    Keep,
+    #[error("--max-age {} s: expected at least 1m", .0.as_secs())]
+    MaxAge(Duration),
+}
+
+/// Why a container's teardown job made no teardown.json.
+#[derive(Debug, thiserror::Error)]
+pub enum TeardownJobError {
+    #[error(transparent)]
+    Teardown(#[from] td::TeardownError),
+    #[error(transparent)]
+    Write(#[from] CannotWrite),
+    #[error("the inspection names no container to tear down")]
+    NoContainer,
+}
+
+/// The signal thread could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SignalsError {
+    #[error("cannot block signals: {0}")]
+    Block(nix::Error),
+    #[error("cannot start the signal thread: {0}")]
+    Thread(std::io::Error),
+}
+
 /// What the watch's loop hears from its threads.
 #[derive(Debug)]
 pub enum Msg {
     Stream(events::Msg),
     Signal(i32),
     Inspected(String, Outcome),
-    TornDown(String, Result<TornDown, String>),
+    TornDown(String, Result<TornDown, TeardownJobError>),
 }
 
 /// How one container's inspection job ended.
@@ -361,11 +387,11 @@ pub fn run(opts: Options, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<(), Wat
     // every thread started after) and waited for on a thread of their own.
     // The engine CLIs the watch runs get an empty mask (Rust's spawn resets
     // it) and process groups of their own, so a Ctrl-C reaches only this.
-    signals(tx.clone()).map_err(Failed)?;
+    signals(tx.clone()).map_err(|e| Failed(e.to_string()))?;
     let out = opts.out_dir.clone();
     prepare_dir(&out)?;
     let lock = lock_dir(&out)?;
-    let mut st = match State::load(&out).map_err(Usage)? {
+    let mut st = match State::load(&out)? {
         Some(s) => s,
         None => {
             let empty = std::fs::read_dir(&out)
@@ -399,7 +425,7 @@ pub fn run(opts: Options, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<(), Wat
     // watch's own even if no engine ever answered this one.
     if st.schema.is_empty() || !out.join(state::FILE).exists() {
         st.keyid = signer.keyid();
-        st.save(&out).map_err(Failed)?;
+        st.save(&out)?;
     }
     let engine = match connect(&opts, &rx)? {
         Some(e) => e,
@@ -433,7 +459,7 @@ pub fn run(opts: Options, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<(), Wat
     let session = Arc::new(Session::open(&opts.inspect, signer, engine)?);
     st.binary_sha256 = session.binary_sha256().to_string();
     let recovered = recover(&mut st, &out);
-    st.save(&out).map_err(Failed)?;
+    st.save(&out)?;
 
     // The fleet view, on its own thread, from every inspection there is.
     let (fleet_tx, fleet_rx) = channel::<fleet::Update>();
@@ -531,14 +557,14 @@ pub fn run(opts: Options, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<(), Wat
 }
 
 /// Blocks SIGINT, SIGTERM and SIGHUP and sends each to the loop.
-fn signals(tx: SyncSender<Msg>) -> Result<(), String> {
+fn signals(tx: SyncSender<Msg>) -> Result<(), SignalsError> {
     use nix::sys::signal::{SigSet, SigmaskHow, Signal};
     let mut set = SigSet::empty();
     for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
         set.add(s);
     }
     set.thread_swap_mask(SigmaskHow::SIG_BLOCK)
-        .map_err(|e| format!("cannot block signals: {e}"))?;
+        .map_err(SignalsError::Block)?;
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || loop {
@@ -552,7 +578,7 @@ fn signals(tx: SyncSender<Msg>) -> Result<(), String> {
             }
         })
         .map(drop)
-        .map_err(|e| format!("cannot start the signal thread: {e}"))
+        .map_err(SignalsError::Thread)
 }
 
 fn make_private_dir(dir: &Path) -> Result<(), WatchError> {
@@ -879,7 +905,7 @@ fn teardown_one(
     opts: &Options,
     out: &Path,
     dir: &str,
-) -> Result<TornDown, String> {
+) -> Result<TornDown, TeardownJobError> {
     let path = out.join(INSPECTIONS).join(dir);
     let t = td::teardown_on(
         &td::Options {
@@ -889,16 +915,13 @@ fn teardown_one(
         },
         session.signer(),
         Some(session.engine()),
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let json = td::render_json(&t);
     let cleanup = selfprobe::host::Cleanup::default();
-    selfprobe::host::write_whole(&path.join(td::JSON_FILE), json.as_bytes(), &cleanup)
-        .map_err(|e| format!("cannot write {}: {e}", path.join(td::JSON_FILE).display()))?;
-    let c = t
-        .containers
-        .first()
-        .ok_or_else(|| "the inspection names no container to tear down".to_string())?;
+    let file = path.join(td::JSON_FILE);
+    selfprobe::host::write_whole(&file, json.as_bytes(), &cleanup)
+        .map_err(|source| CannotWrite { path: file, source })?;
+    let c = t.containers.first().ok_or(TeardownJobError::NoContainer)?;
     Ok(TornDown {
         result: c.result.to_string(),
         statement: c
@@ -1057,7 +1080,7 @@ impl Watch {
                     .save_failed
                     .is_none_or(|t| t.elapsed() >= Duration::from_secs(60))
                 {
-                    log(&e);
+                    log(&e.to_string());
                     self.save_failed = Some(Instant::now());
                 }
             }
@@ -1649,7 +1672,7 @@ impl Watch {
         }
     }
 
-    fn torn_down(&mut self, id: &str, r: Result<TornDown, String>) {
+    fn torn_down(&mut self, id: &str, r: Result<TornDown, TeardownJobError>) {
         self.td_running = self.td_running.saturating_sub(1);
         self.td_inflight.remove(id);
         let Some(e) = self.st.containers.get_mut(id) else {
@@ -1693,7 +1716,7 @@ impl Watch {
                         statement: None,
                         at,
                         exit: 3,
-                        error: Some(why),
+                        error: Some(why.to_string()),
                     });
                 } else {
                     log(&format!(

@@ -7,7 +7,9 @@
 //! mid-inspection finds it marked as begun.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use crate::error::CannotWrite;
 
 use serde::{Deserialize, Serialize};
 
@@ -156,19 +158,15 @@ impl State {
 
     /// DIR/watch.json, or None when there is none. A file that is there but
     /// is not a watch's state is an error: it is never written over.
-    pub fn load(dir: &Path) -> Result<Option<State>, String> {
+    pub fn load(dir: &Path) -> Result<Option<State>, StateError> {
         let path = dir.join(FILE);
         let bytes = match selfprobe::host::read_regular_nofollow(&path, MAX_STATE + 1) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("{}: {e}", path.display())),
+            Err(source) => return Err(StateError::Unreadable { path, source }),
         };
         if bytes.len() as u64 > MAX_STATE {
-            return Err(format!(
-                "{}: larger than {} MiB: not a watch's state",
-                path.display(),
-                MAX_STATE >> 20
-            ));
+            return Err(StateError::TooLarge(path));
         }
         State::parse(&path, &bytes).map(Some)
     }
@@ -177,19 +175,15 @@ impl State {
     /// state, or why not. Whoever can write the out-dir wrote them: every
     /// id must be an engine's and every inspection a directory the watch
     /// names, as they become file names.
-    pub fn parse(path: &Path, bytes: &[u8]) -> Result<State, String> {
-        let st: State = serde_json::from_slice(bytes).map_err(|e| {
-            format!(
-                "{}: not a watch's state ({e}): move it away, or use another --out-dir",
-                path.display()
-            )
-        })?;
+    pub fn parse(path: &Path, bytes: &[u8]) -> Result<State, StateError> {
+        let path = path.to_path_buf();
+        let st: State = match serde_json::from_slice(bytes) {
+            Ok(st) => st,
+            Err(source) => return Err(StateError::NotState { path, source }),
+        };
         if st.schema != SCHEMA {
-            return Err(format!(
-                "{}: schema {:?}, not {SCHEMA}: move it away, or use another --out-dir",
-                path.display(),
-                selfprobe::util::sanitize::escape(&st.schema)
-            ));
+            let schema = st.schema;
+            return Err(StateError::Schema { path, schema });
         }
         // Ids are file names' parts: only the engines' own.
         if let Some(bad) = st
@@ -197,33 +191,78 @@ impl State {
             .keys()
             .find(|id| !super::events::is_engine_id(id))
         {
-            return Err(format!(
-                "{}: container id {:?} is not 64 hex digits: not a watch's state",
-                path.display(),
-                selfprobe::util::sanitize::short(&selfprobe::util::sanitize::escape(bad), 80)
-            ));
+            let id = bad.clone();
+            return Err(StateError::BadId { path, id });
         }
         if let Some((id, _)) = st.containers.iter().find(|(_, e)| {
             e.inspection
                 .as_deref()
                 .is_some_and(|d| super::inspection_dir_name(d).is_none())
         }) {
-            return Err(format!(
-                "{}: the inspection of {id} is not a directory the watch makes: not a watch's state",
-                path.display()
-            ));
+            let id = id.clone();
+            return Err(StateError::BadInspection { path, id });
         }
         Ok(st)
     }
 
     /// Writes DIR/watch.json whole (host::write_whole).
-    pub fn save(&mut self, dir: &Path) -> Result<(), String> {
+    pub fn save(&mut self, dir: &Path) -> Result<(), StateError> {
         self.updated = selfprobe::host::rfc3339(std::time::SystemTime::now());
-        let mut text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        let mut text = serde_json::to_string_pretty(self).map_err(StateError::Unwritable)?;
         text.push('\n');
         let cleanup = selfprobe::host::Cleanup::default();
-        selfprobe::host::write_whole(&dir.join(FILE), text.as_bytes(), &cleanup)
-            .map_err(|e| format!("cannot write {}: {e}", dir.join(FILE).display()))
+        let path = dir.join(FILE);
+        selfprobe::host::write_whole(&path, text.as_bytes(), &cleanup)
+            .map_err(|source| CannotWrite { path, source }.into())
+    }
+}
+
+/// Why watch.json could not be read as a watch's state (then it is never
+/// written over: the operator is asked to move it away), or not saved.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("{}: {source}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: larger than {} MiB: not a watch's state", .0.display(), MAX_STATE >> 20)]
+    TooLarge(PathBuf),
+    #[error("{}: not a watch's state ({source}): move it away, or use another --out-dir", path.display())]
+    NotState {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error(
+        "{}: schema {:?}, not {SCHEMA}: move it away, or use another --out-dir",
+        path.display(),
+        selfprobe::util::sanitize::escape(schema)
+    )]
+    Schema { path: PathBuf, schema: String },
+    /// An id that is not an engine's (ids become file names).
+    #[error(
+        "{}: container id {:?} is not 64 hex digits: not a watch's state",
+        path.display(),
+        selfprobe::util::sanitize::short(&selfprobe::util::sanitize::escape(id), 80)
+    )]
+    BadId { path: PathBuf, id: String },
+    #[error("{}: the inspection of {id} is not a directory the watch makes: not a watch's state", path.display())]
+    BadInspection { path: PathBuf, id: String },
+    /// The state would not serialize (serde_json's reason, as it says it).
+    #[error("{0}")]
+    Unwritable(serde_json::Error),
+    #[error(transparent)]
+    Write(#[from] CannotWrite),
+}
+
+/// A state that cannot be read is the operator's to move away (usage); one
+/// that cannot be saved is the disk's (failed).
+impl From<StateError> for crate::error::Error {
+    fn from(e: StateError) -> Self {
+        match e {
+            StateError::Unwritable(_) | StateError::Write(_) => Self::Failed(e.to_string()),
+            _ => Self::Usage(e.to_string()),
+        }
     }
 }
 
@@ -249,7 +288,10 @@ mod tests {
         assert!(!back.containers[&id].finished());
         // Not ours: refused, never written over.
         std::fs::write(dir.join(FILE), b"{\"schema\": \"other\"}").unwrap();
-        assert!(State::load(&dir).unwrap_err().contains("not a watch"));
+        assert!(State::load(&dir)
+            .unwrap_err()
+            .to_string()
+            .contains("not a watch"));
         let mut bad = st.clone();
         bad.containers.get_mut(&id).unwrap().inspection = Some("../../etc".into());
         bad.save(&dir).unwrap();

@@ -792,13 +792,7 @@ fn watch_docker() {
     let Some(img) = docker_image(T) else {
         return;
     };
-    let t = Target {
-        what: "docker",
-        kind: Kind::Docker,
-        rl: None,
-        docker_host: None,
-        image: img.to_string(),
-    };
+    let t = Target::docker(img);
     let work = TempPath::dir("watch").unwrap();
     let out = work.path.join("out");
     life(T, &t, shipped::host_bin().to_path_buf(), &work.path, out);
@@ -1189,13 +1183,7 @@ fn watch_keeps_only_the_newest_ended_records() {
     let Some(img) = docker_image(T) else {
         return;
     };
-    let t = Target {
-        what: "docker",
-        kind: Kind::Docker,
-        rl: None,
-        docker_host: None,
-        image: img.to_string(),
-    };
+    let t = Target::docker(img);
     let work = TempPath::dir("watchkeep").unwrap();
     let mut cx = context(
         &t,

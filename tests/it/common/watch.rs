@@ -27,6 +27,19 @@ pub struct Target<'a> {
     pub image: String,
 }
 
+impl Target<'static> {
+    /// The system's Docker (no private dockerd), with `image`.
+    pub fn docker(image: &str) -> Target<'static> {
+        Target {
+            what: "docker",
+            kind: Kind::Docker,
+            rl: None,
+            docker_host: None,
+            image: image.to_string(),
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
     Docker,

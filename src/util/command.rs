@@ -317,7 +317,7 @@ pub fn run(spec: &Spec) -> Captured {
 /// deadline are looked at again.
 const POLL_INTERVAL: Duration = Duration::from_millis(5);
 
-fn human_bytes(n: usize) -> String {
+pub fn human_bytes(n: usize) -> String {
     if n >= 1 << 20 && n % (1 << 20) == 0 {
         format!("{} MiB", n >> 20)
     } else if n >= 1 << 10 && n % (1 << 10) == 0 {

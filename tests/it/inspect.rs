@@ -397,6 +397,10 @@ fn docker_runc_and_runsc_inspect_places_verifies_and_agrees() {
             ));
         }
     }
+    // The system Docker's records and execs went through its Engine API.
+    if insp["engine"]["api"] != "unix:///var/run/docker.sock" {
+        bad.push(format!("engine reached through {}", insp["engine"]));
+    }
     let missing = entry(&insp, &nosuch);
     if missing["exit"] != 3
         || !missing["not_probed"]
@@ -431,6 +435,167 @@ fn docker_runc_and_runsc_inspect_places_verifies_and_agrees() {
     // The key is in no output and no file inside any container.
     let all: Vec<&Ctr> = ctrs.iter().map(|(c, _, _)| c).collect();
     assert_no_key_anywhere(&out, &key, &ran, &all);
+}
+
+/// Docker through its CLI only (`--engine-cli-only`) and through its Engine
+/// API (the default on a local socket) give the same inspection: the same
+/// containers verified and agreeing, the same findings in each report, the
+/// same refusals, and only the second names the API's endpoint. The same
+/// containers, the same key, one after the other.
+#[test]
+fn docker_inspect_through_its_cli_only_is_the_inspection_through_its_api() {
+    const T: &str = "docker_inspect_through_its_cli_only_is_the_inspection_through_its_api";
+    let Some(img) = docker_image(T) else {
+        return;
+    };
+    let tmp = TempPath::dir("inspv").unwrap();
+    let key = key(&tmp.path);
+    let ws = workspace();
+    let wsv = format!("{}:/workspace", ws.arg());
+    let sleep: &[&str] = &["/bin/sleep", "600"];
+    let specs: Vec<Spec> = vec![
+        ("va", vec!["--cap-drop=all", "-v", &wsv], img, sleep, "a"),
+        (
+            "vb",
+            vec![
+                "--cap-add",
+                "SYS_ADMIN",
+                "--pid",
+                "host",
+                "-v",
+                "/var/run/docker.sock:/var/run/docker.sock",
+            ],
+            img,
+            sleep,
+            "b",
+        ),
+        (
+            "vro",
+            vec!["--read-only", "--tmpfs", "/tmp"],
+            img,
+            sleep,
+            "ro",
+        ),
+    ];
+    let ctrs = start_all(Eng::Docker, None, &specs);
+    let before: Vec<String> = ctrs.iter().map(|(c, _, _)| c.diff()).collect();
+    let nosuch = unique("nosuch");
+    let mut bad = Vec::new();
+    let mut runs = Vec::new();
+    for (via, extra) in [("api", None), ("cli", Some("--engine-cli-only"))] {
+        let out = tmp.path.join(via);
+        let mut cmd = inspect_cmd(shipped::host_bin());
+        cmd.args(["--engine", "docker", "--sign-key"])
+            .arg(&key)
+            .arg("--out-dir")
+            .arg(&out)
+            .args(extra)
+            .args(ctrs.iter().map(|(c, _, _)| c.name.as_str()))
+            .arg(&nosuch);
+        let ran = run_measured(cmd, Duration::from_secs(180));
+        let insp = read_json(&out.join("inspection.json"));
+        if ran.code != 3 {
+            bad.push(format!("{via}: exit {} (want 3)", ran.code));
+        }
+        let api = &insp["engine"]["api"];
+        let want_api = via == "api";
+        if want_api && api != "unix:///var/run/docker.sock" || !want_api && !api.is_null() {
+            bad.push(format!("{via}: engine {}", insp["engine"]));
+        }
+        for (c, tag, kind) in &ctrs {
+            let e = entry(&insp, &c.name);
+            match *kind {
+                "ro" => {
+                    if !e["placement"].is_null() || e["exit"] != 3 {
+                        bad.push(format!("{via} {tag}: placed: {e:#}"));
+                    }
+                }
+                kind => {
+                    bad.extend(
+                        probed(e, true)
+                            .into_iter()
+                            .map(|b| format!("{via} {tag}: {b}")),
+                    );
+                    if kind == "b" {
+                        let sock = Some("/var/run/docker.sock");
+                        bad.extend(
+                            b_agrees(e, true, sock)
+                                .into_iter()
+                                .map(|b| format!("{via} {tag}: {b}")),
+                        );
+                    }
+                }
+            }
+        }
+        let missing = entry(&insp, &nosuch);
+        if !missing["not_probed"]
+            .as_str()
+            .is_some_and(|r| r.contains("no such container"))
+        {
+            bad.push(format!(
+                "{via}: a container that does not exist: {missing:#}"
+            ));
+        }
+        assert_none(&bad, &ran);
+        runs.push((out, insp));
+    }
+    // Each placed container's report has the same findings (code, subject,
+    // severity, status) either way, and the inspection the same verdicts.
+    let findings = |out: &Path, e: &Value| -> Vec<String> {
+        let Some(f) = e["report"].as_str() else {
+            return Vec::new();
+        };
+        let r = read_json(&out.join(f));
+        let mut v: Vec<String> = r["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|f| {
+                format!(
+                    "{} {} {} {}",
+                    f["code"], f["subject"], f["severity"], f["status"]
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let verdicts = |e: &Value| -> Vec<String> {
+        let mut v: Vec<String> = e["comparisons"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| format!("{} {}", c["fact"], c["verdict"]))
+            .collect();
+        v.sort();
+        v
+    };
+    let ((api_out, api), (cli_out, cli)) = (&runs[0], &runs[1]);
+    for (c, tag, kind) in &ctrs {
+        if *kind == "ro" {
+            continue;
+        }
+        let (a, b) = (entry(api, &c.name), entry(cli, &c.name));
+        let (fa, fb) = (findings(api_out, a), findings(cli_out, b));
+        if fa.is_empty() || fa != fb {
+            bad.push(format!(
+                "{tag}: findings through the API {fa:#?}, through the CLI {fb:#?}"
+            ));
+        }
+        if verdicts(a).is_empty() || verdicts(a) != verdicts(b) {
+            bad.push(format!(
+                "{tag}: comparisons {:?} vs {:?}",
+                verdicts(a),
+                verdicts(b)
+            ));
+        }
+    }
+    for ((c, tag, _), before) in ctrs.iter().zip(&before) {
+        if &c.diff() != before {
+            bad.push(format!("{tag}: the container's filesystem changed"));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
 /// Rootful podman: (a) with --read-only (podman's exec-allowed /tmp takes

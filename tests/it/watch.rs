@@ -922,6 +922,18 @@ fn watch_docker_engine_restarted() {
             bad.push(format!("{}: not recorded with why: {e}", cx.labelled[id]));
         }
     }
+    // Records and execs went to this daemon's own socket, as DOCKER_HOST
+    // names it (never the system's), before and after its restart.
+    for (dir, id) in cx.dirs() {
+        let insp = read_json_file(&dir.join("inspection.json"));
+        if insp["engine"]["api"] != d.host().as_str() {
+            bad.push(format!(
+                "{id}: the engine reached through {} (want the Engine API at {})",
+                insp["engine"],
+                d.host()
+            ));
+        }
+    }
     let log = w.log();
     if !log.contains("does not answer") && !log.contains("reconnecting") {
         bad.push("the watch never said it was reconnecting".into());

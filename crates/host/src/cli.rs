@@ -61,6 +61,9 @@ pub struct InspectArgs {
     /// The engine whose CLI to use (default: docker if on PATH, else podman)
     #[arg(long, value_enum)]
     pub engine: Option<EngineName>,
+    /// Reach Docker through its CLI only, also for each container's record and exec (default: those two through the Engine API on the Unix socket the CLI talks to, when it talks to one)
+    #[arg(long)]
+    pub engine_cli_only: bool,
     /// Where to write the inspection (reports, envelopes, nonces, signing.pub, inspection.json); default: a new directory here, named in the output
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
@@ -109,6 +112,9 @@ pub struct WatchArgs {
     /// The engine whose CLI to use (default: docker if on PATH, else podman)
     #[arg(long, value_enum)]
     pub engine: Option<EngineName>,
+    /// Reach Docker through its CLI only, also for each container's record and exec (default: those two through the Engine API on the Unix socket the CLI talks to, when it talks to one)
+    #[arg(long)]
+    pub engine_cli_only: bool,
     /// Only containers with this label, as `events --filter` and `ps --filter` take it (label=KEY or label=KEY=VALUE); repeat to require several
     #[arg(long, value_name = "label=K=V")]
     pub filter: Vec<String>,
@@ -214,6 +220,7 @@ impl InspectArgs {
                 EngineName::Docker => crate::outside::record::EngineKind::Docker,
                 EngineName::Podman => crate::outside::record::EngineKind::Podman,
             }),
+            engine_cli_only: self.engine_cli_only,
             out_dir: self.out_dir.clone(),
             timeout: self.timeout,
             place_in: self.place_in.clone().map(|p| {

@@ -1600,6 +1600,7 @@ mod tests {
             cli: "docker".into(),
             version: "20.10".into(),
             rootless: false,
+            api: None,
             userns_remap: false,
             seccomp: true,
             default_caps: super::super::record::DOCKER_DEFAULT_CAPS

@@ -1,6 +1,8 @@
-//! The container engine, reached only through its CLI (`docker`, `podman`)
-//! so contexts, DOCKER_HOST, CONTAINER_HOST, CONTAINERS_CONF and rootless
-//! sockets work as the user configured them. Every call goes through the
+//! The container engine, reached through its CLI (`docker`, `podman`) so
+//! contexts, DOCKER_HOST, CONTAINER_HOST, CONTAINERS_CONF and rootless
+//! sockets work as the user configured them; Docker's records and execs go
+//! to the Engine API on the Unix socket the CLI names, when it names one
+//! (outside/engine_api.rs says why and when). Every CLI call goes through the
 //! bounded runner (util/command.rs) with the caller's environment, a
 //! deadline and capped output: an engine CLI that hangs or floods costs its
 //! deadline, never the host's memory.
@@ -12,6 +14,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::engine_api::{self, Api};
 use super::record::{self, EngineKind, Record};
 use selfprobe::util::command::{self, Captured, Env, Spec, Streams, ToolStatus};
 use selfprobe::util::sanitize;
@@ -27,6 +30,11 @@ pub struct Engine {
     pub cli: PathBuf,
     pub version: String,
     pub rootless: bool,
+    /// Docker's Engine API on the Unix socket the CLI talks to: records and
+    /// execs go there (shown as its endpoint); None: everything through
+    /// the CLI.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api: Option<Api>,
     /// Docker's daemon remaps users into a user namespace (`userns-remap`).
     #[serde(skip)]
     pub userns_remap: bool,
@@ -113,6 +121,7 @@ impl Engine {
             cli: PathBuf::from(kind.as_str()),
             version: String::new(),
             rootless: false,
+            api: None,
             userns_remap: false,
             seccomp: true,
             default_caps: super::record::DOCKER_DEFAULT_CAPS
@@ -160,6 +169,7 @@ impl Engine {
             cli,
             version: String::new(),
             rootless: false,
+            api: None,
             userns_remap: false,
             seccomp: true,
             default_caps: record::DOCKER_DEFAULT_CAPS
@@ -187,7 +197,31 @@ impl Engine {
             ))
         })?;
         e.read_info(&info);
+        if kind == EngineKind::Docker {
+            e.api = e.locate_api(deadline);
+        }
         Ok(e)
+    }
+
+    /// The Engine API of the CLI's current endpoint, when that is a Unix
+    /// socket that answers: `docker context inspect` resolves DOCKER_HOST,
+    /// DOCKER_CONTEXT and the configuration as the CLI does.
+    fn locate_api(&self, deadline: Instant) -> Option<Api> {
+        let c = self.cli_run(
+            &[
+                "context",
+                "inspect",
+                "--format",
+                "{{json .Endpoints.docker.Host}}",
+            ],
+            None,
+            deadline,
+        );
+        if c.status != ToolStatus::Ok {
+            return None;
+        }
+        let host: String = serde_json::from_slice(c.stdout.trim_ascii()).ok()?;
+        Api::at(&engine_api::unix_endpoint(&host)?, deadline)
     }
 
     fn read_info(&mut self, info: &Value) {
@@ -280,6 +314,21 @@ impl Engine {
     pub fn inspect(&self, refs: &[String], deadline: Instant) -> Result<Lookup, EngineError> {
         if refs.is_empty() {
             return Ok((Vec::new(), Vec::new()));
+        }
+        if let Some(api) = &self.api {
+            let (json, missing) = api
+                .records(refs, deadline)
+                .map_err(|e| EngineError(e.to_string()))?;
+            let records = record::parse_records(&json)
+                .map_err(|e| EngineError(format!("{}: {e}", api.endpoint())))?;
+            let missing = missing
+                .into_iter()
+                .map(|(r, _said)| {
+                    let why = format!("the {} engine has no such container", self.cli_name());
+                    (r, why)
+                })
+                .collect();
+            return Ok((records, missing));
         }
         let mut args: Vec<String> = vec!["container".into(), "inspect".into(), "--".into()];
         args.extend(refs.iter().cloned());
@@ -425,6 +474,9 @@ impl Engine {
         deadline: Instant,
         (stdout_cap, stderr_cap): (usize, usize),
     ) -> Captured {
+        if let Some(api) = &self.api {
+            return api.exec(ctr, user, argv, stdin, deadline, (stdout_cap, stderr_cap));
+        }
         let mut args: Vec<String> = vec!["exec".into()];
         if stdin.is_some() {
             args.push("-i".into());
@@ -629,6 +681,7 @@ mod tests {
             cli: PathBuf::from("/nonexistent"),
             version: String::new(),
             rootless: false,
+            api: None,
             userns_remap: false,
             seccomp: false,
             default_caps: vec![],

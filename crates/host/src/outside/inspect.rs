@@ -62,6 +62,8 @@ pub const DOES_NOT_PROVE: &str = "It does not prove that what the probe saw is t
 #[derive(Debug, Clone)]
 pub struct Options {
     pub engine: Option<EngineKind>,
+    /// Docker's records and execs through its CLI too, not its Engine API.
+    pub engine_cli_only: bool,
     pub out_dir: Option<PathBuf>,
     pub timeout: Duration,
     pub place_in: Option<String>,
@@ -81,6 +83,22 @@ pub struct EngineInfo {
     pub cli: String,
     pub version: String,
     pub rootless: bool,
+    /// The Engine API endpoint that answered for the records and execs;
+    /// absent when they went through the CLI.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+}
+
+impl EngineInfo {
+    pub fn of(e: &Engine) -> EngineInfo {
+        EngineInfo {
+            name: e.name.as_str(),
+            cli: e.cli.display().to_string(),
+            version: e.version.clone(),
+            rootless: e.rootless,
+            api: e.api.as_ref().map(|a| a.endpoint()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -572,7 +590,10 @@ pub fn inspect(opts: &Options, signer: &Signer) -> Result<Inspection, InspectErr
         }
         InspectError::Failed(e.to_string())
     };
-    let engine = Engine::connect(opts.engine, t0 + opts.timeout).map_err(gone)?;
+    let mut engine = Engine::connect(opts.engine, t0 + opts.timeout).map_err(gone)?;
+    if opts.engine_cli_only {
+        engine.api = None;
+    }
     let refs = if opts.all {
         engine
             .running(opts.filter.as_deref(), Instant::now() + opts.timeout)
@@ -619,12 +640,7 @@ pub fn inspect(opts: &Options, signer: &Signer) -> Result<Inspection, InspectErr
         id: selfprobe::host::run_id(),
         started: rfc3339(started),
         finished: rfc3339(SystemTime::now()),
-        engine: EngineInfo {
-            name: engine.name.as_str(),
-            cli: engine.cli.display().to_string(),
-            version: engine.version.clone(),
-            rootless: engine.rootless,
-        },
+        engine: EngineInfo::of(&engine),
         binary: BinaryInfo {
             path: binary.display().to_string(),
             sha256: binary_sha.clone(),
@@ -1829,12 +1845,7 @@ impl Session {
             id: selfprobe::host::run_id(),
             started: rfc3339(started),
             finished: rfc3339(SystemTime::now()),
-            engine: EngineInfo {
-                name: self.engine.name.as_str(),
-                cli: self.engine.cli.display().to_string(),
-                version: self.engine.version.clone(),
-                rootless: self.engine.rootless,
-            },
+            engine: EngineInfo::of(&self.engine),
             binary: BinaryInfo {
                 path: self.binary.display().to_string(),
                 sha256: self.binary_sha.clone(),

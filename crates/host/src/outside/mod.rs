@@ -11,6 +11,7 @@ pub mod cis;
 pub mod crosscheck;
 pub mod direct;
 pub mod engine;
+pub mod engine_api;
 pub mod inspect;
 pub mod placement;
 pub mod record;

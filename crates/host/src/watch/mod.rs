@@ -147,6 +147,7 @@ impl Options {
             jobs: a.jobs,
             inspect: insp::Options {
                 engine,
+                engine_cli_only: a.engine_cli_only,
                 out_dir: None,
                 timeout: a.timeout,
                 place_in: a.place_in.clone().map(|p| {
@@ -715,7 +716,12 @@ fn connect(opts: &Options, rx: &Receiver<Msg>) -> Result<Option<Engine>, WatchEr
     let mut backoff = BACKOFF_MIN;
     loop {
         match Engine::connect(opts.engine, Instant::now() + CALL_TIMEOUT) {
-            Ok(e) => return Ok(Some(e)),
+            Ok(mut e) => {
+                if opts.inspect.engine_cli_only {
+                    e.api = None;
+                }
+                return Ok(Some(e));
+            }
             Err(e) => log(&format!("{e}; trying again in {} ms", backoff.as_millis())),
         }
         match rx.recv_timeout(backoff) {
@@ -1953,6 +1959,7 @@ mod tests {
         let (fleet_tx, _f) = channel();
         let a_opts = WatchArgs {
             engine: None,
+            engine_cli_only: false,
             filter: vec![],
             out_dir: dir.clone(),
             jobs: 4,

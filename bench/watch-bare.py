@@ -1,25 +1,71 @@
 #!/usr/bin/env python3
 """The baseline of bench/watch.sh: the least a watch can do per container.
 
-    bench/watch-bare.py LABEL N JOBS
+    bench/watch-bare.py LABEL N JOBS [cli|api]
 
 Follows `docker events` for containers labelled LABEL (KEY=VALUE) as they
-start and runs `docker exec CTR true` for each, JOBS at a time, as the watch
-runs its inspections. Prints JSON: each container's latency in ms from its
-start event (the engine's timeNano) to the exec's end, once N have been
-done.
+start and runs `true` in each, JOBS at a time, as the watch runs its
+inspections: with `cli` (the default) as `docker exec CTR true`; with `api`
+through the Engine API on /var/run/docker.sock as the watch now execs
+(create, start attached, inspect: outside/engine_api.rs), so the engine's
+exec cost is shown both with and without the CLI's own. Prints JSON: each
+container's latency in ms from its start event (the engine's timeNano) to
+the exec's end, once N have been done.
 """
 
 import json
 import queue
+import socket
 import subprocess
 import sys
 import threading
 import time
 
+SOCKET = "/var/run/docker.sock"
+
+
+def api(method, path, body=None, upgrade=False):
+    """One request on its own connection; with upgrade, the connection
+    once the daemon has handed it over (its head read)."""
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(SOCKET)
+    data = json.dumps(body).encode() if body is not None else b""
+    head = (f"{method} {path} HTTP/1.1\r\nHost: docker\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n")
+    head += "Upgrade: tcp\r\n" if upgrade else "Connection: close\r\n"
+    s.sendall(head.encode() + b"\r\n" + data)
+    got = b""
+    while b"\r\n\r\n" not in got:
+        got += s.recv(4096)
+    if upgrade:
+        return s
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        got += d
+    s.close()
+    head, _, rest = got.partition(b"\r\n\r\n")
+    if b"chunked" in head.lower():
+        rest = rest.split(b"\r\n")[1]
+    return json.loads(rest) if rest.strip() else None
+
+
+def api_exec_true(cid):
+    ex = api("POST", f"/containers/{cid}/exec",
+             {"Cmd": ["true"], "AttachStdout": True, "AttachStderr": True})
+    s = api("POST", f"/exec/{ex['Id']}/start", {"Detach": False, "Tty": False},
+            upgrade=True)
+    s.shutdown(socket.SHUT_WR)
+    while s.recv(65536):
+        pass
+    s.close()
+    api("GET", f"/exec/{ex['Id']}/json")
+
 
 def main():
     label, n, jobs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    mode = sys.argv[4] if len(sys.argv) > 4 else "cli"
     events = subprocess.Popen(
         ["docker", "events", "--format", "{{json .}}",
          "--filter", "type=container", "--filter", "event=start",
@@ -35,8 +81,11 @@ def main():
             if item is None:
                 return
             cid, started_ns = item
-            subprocess.run(["docker", "exec", cid, "true"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if mode == "api":
+                api_exec_true(cid)
+            else:
+                subprocess.run(["docker", "exec", cid, "true"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             with lock:
                 done.append((time.time_ns() - started_ns) / 1e6)
 

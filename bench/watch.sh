@@ -5,10 +5,12 @@
 # N (default 40) containers of the FROM-scratch busybox test image
 # (--cap-drop=all --network none, a workspace bind: the acceptance tests'
 # case (a)) start in a burst, JOBS (default 4, the watch's default --jobs)
-# at a time, twice:
+# at a time, three times:
 #   - bare: a follower of `docker events` (bench/watch-bare.py) runs
 #     `docker exec CTR true` for each container as its start event comes,
 #     JOBS at a time: the least any watch can cost, the engine's exec;
+#   - bare through the API: the same exec of `true` through the Engine
+#     API's socket, as the watch now execs (without the CLI's own start);
 #   - watch: `selfprobe-host watch --engine docker --jobs JOBS` inspects
 #     each as it starts (placement, the probe's run, verification, the
 #     cross-check, removal), and watch.json says when each report was
@@ -18,19 +20,28 @@
 # in the reports): the goal (issue 31) is that the inspection adds no more
 # than the probe's own run to the engine's exec cost.
 # Needs root, docker with dockerd answering, busybox-static, python3.
+# Every container it starts is removed at its end (by name).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 n=${1:-40}
 jobs=${2:-4}
-cargo build --release --quiet
-host=$PWD/target/x86_64-unknown-linux-gnu/release/selfprobe-host
+# SELFPROBE_HOST: another build's selfprobe-host (with its selfprobe beside
+# it), to measure a change before and after under the same conditions.
+if [ -z "${SELFPROBE_HOST:-}" ]; then
+    cargo build --release --quiet
+fi
+host=${SELFPROBE_HOST:-$PWD/target/x86_64-unknown-linux-gnu/release/selfprobe-host}
 tmp=$(mktemp -d /tmp/selfprobe-bench-watch.XXXXXX)
 tag="selfprobe-bench-watch-$$"
-names=()
 watch_pid=
 cleanup() {
     [ -z "$watch_pid" ] || kill "$watch_pid" 2>/dev/null || true
-    for c in "${names[@]}"; do docker rm -f "$c" >/dev/null 2>&1 || true; done
+    # By name: burst's names are made in a pipeline's subshell, so a list
+    # kept there never reached this one (the runs before 2026-12-02 21:00
+    # left every container running, and each run saw all the earlier ones).
+    # Eight at a time: 120 in one `docker rm -f` deadlocked dockerd 20.10
+    # here (every removal waiting in libnetwork's releaseNetwork).
+    docker ps -aq --filter "name=^$tag-" | xargs -r -n 8 docker rm -f >/dev/null 2>&1 || true
     docker rmi -f "localhost/$tag:latest" >/dev/null 2>&1 || true
     rm -rf "$tmp"
 }
@@ -49,7 +60,6 @@ docker import -c 'WORKDIR /workspace' "$tmp/image.tar" "localhost/$tag:latest" >
 burst() {
     local label=$1 round=$2
     for i in $(seq 1 "$n"); do
-        names+=("$tag-$round-$i")
         echo "$tag-$round-$i"
     done | xargs -P"$jobs" -I{} docker run -d --name {} --label "$label" \
         --cap-drop=all --network none -v "$tmp/ws:/workspace" \
@@ -63,6 +73,11 @@ python3 bench/watch-bare.py "$tag-bare=1" "$n" "$jobs" > "$tmp/bare.json" &
 bare_pid=$!
 sleep 1
 burst "$tag-bare=1" bare
+wait "$bare_pid"
+python3 bench/watch-bare.py "$tag-api=1" "$n" "$jobs" api > "$tmp/api.json" &
+bare_pid=$!
+sleep 1
+burst "$tag-api=1" api
 wait "$bare_pid"
 
 # The watch.
@@ -87,14 +102,17 @@ for _ in range(6000):
         pass
     time.sleep(0.1)
 PY
+# The watch's own CPU (its threads; the probes run in the containers).
+cpu_ms=$(awk -v hz="$(getconf CLK_TCK)" '{print int(($14 + $15) * 1000 / hz)}' "/proc/$watch_pid/stat")
 kill -TERM "$watch_pid"
 wait "$watch_pid" || true
 watch_pid=
 
-python3 - "$tmp/bare.json" "$tmp/out" "$n" "$jobs" <<'PY'
+python3 - "$tmp/bare.json" "$tmp/out" "$n" "$jobs" "$tmp/api.json" <<'PY'
 import json, statistics, sys
 from pathlib import Path
 bare, out, n, jobs = json.load(open(sys.argv[1])), Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+bare_api = json.load(open(sys.argv[5]))["latency_ms"]
 st = json.load(open(out / "watch.json"))
 es = list(st["containers"].values())
 lat = [e["latency_ms"] for e in es if e.get("verified") and e.get("latency_ms") is not None]
@@ -116,6 +134,9 @@ print(f"watch, --jobs {jobs}, start to verified report: median {q(lat, 50):.0f} 
 print(f"ratio watch / bare: median {q(lat, 50) / q(b, 50):.1f}x, p95 {q(lat, 95) / q(b, 95):.1f}x; "
       f"the probe's own run (run.duration_ms) median {statistics.median(own):.0f} ms; "
       f"median watch - bare - probe's run: {q(lat, 50) - q(b, 50) - statistics.median(own):.0f} ms")
+print(f"bare exec of true through the Engine API, {jobs} at a time: median {q(bare_api, 50):.0f} ms, "
+      f"p95 {q(bare_api, 95):.0f} ms ({len(bare_api)} of {n}); median watch - API exec - probe's run: "
+      f"{q(lat, 50) - q(bare_api, 50) - statistics.median(own):.0f} ms")
 # Where the time goes, per container (medians, ms): watch.json's times
 # (the start event, the dispatch, the result taken by the loop) around
 # inspection.json's (its started/finished and the container's steps_ms).
@@ -151,4 +172,5 @@ for e in es:
 print("where the time goes (median ms): " + "; ".join(
     f"{k} {statistics.median(v):.0f}" for k, v in parts.items()))
 PY
+echo "the watch's own CPU over the burst: $cpu_ms ms ($((cpu_ms / n)) ms a container)"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

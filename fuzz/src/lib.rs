@@ -52,6 +52,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("referrers", referrers),
     ("public_key", public_key),
     ("watch_inputs", watch_inputs),
+    ("exec_stream", exec_stream),
 ];
 
 /// The probes read /proc and files as text; lossy decoding keeps every
@@ -925,5 +926,32 @@ pub fn watch_inputs(data: &[u8]) {
                 }
             }
         }
+    }
+}
+
+/// A container's output as Docker's Engine API streams an exec's back
+/// (outside/engine_api.rs): the first two bytes are the caps (stdout,
+/// stderr, in bytes), the third the size of the pieces the socket hands
+/// over. Whatever the pieces, the result is the whole read's; no stream
+/// passes its cap; output stops at the first stream past its cap.
+pub fn exec_stream(data: &[u8]) {
+    use selfprobe_host::outside::engine_api::demultiplex;
+    let [out_cap, err_cap, piece, rest @ ..] = data else {
+        return;
+    };
+    let caps = (usize::from(*out_cap) * 4, usize::from(*err_cap) * 4);
+    let whole = demultiplex(&[rest], caps);
+    let pieces: Vec<&[u8]> = rest.chunks(usize::from(*piece).max(1)).collect();
+    let cut = demultiplex(&pieces, caps);
+    assert_eq!(whole, cut, "pieces of {piece} bytes read otherwise");
+    if let Ok((out, err, overflow)) = whole {
+        assert!(out.len() <= caps.0 && err.len() <= caps.1);
+        match overflow {
+            Some("stdout") => assert_eq!(out.len(), caps.0),
+            Some("stderr") => assert_eq!(err.len(), caps.1),
+            Some(other) => panic!("overflow on {other}"),
+            None => {}
+        }
+        assert!(out.len() + err.len() <= rest.len());
     }
 }

@@ -505,6 +505,29 @@ impl Demux {
     }
 }
 
+/// The exec stream's bytes fed to the demultiplexer in `pieces`, as the
+/// socket hands them over: stdout, stderr and the stream that passed its
+/// cap; Err where the bytes are not the daemon's stream (the fuzz target
+/// exec_stream holds it to what a whole read gives).
+pub type Demuxed = (Vec<u8>, Vec<u8>, Option<&'static str>);
+
+pub fn demultiplex(pieces: &[&[u8]], caps: (usize, usize)) -> Result<Demuxed, String> {
+    let mut d = Demux::new(caps);
+    let mut c = Captured {
+        status: ToolStatus::Ok,
+        exit_code: None,
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+        overflow: None,
+        duration: std::time::Duration::ZERO,
+        reason: None,
+    };
+    for p in pieces {
+        d.feed(p, &mut c).map_err(|e| e.to_string())?;
+    }
+    Ok((c.stdout, c.stderr, c.overflow))
+}
+
 /// A container's name or id as the engines allow them
 /// (`[a-zA-Z0-9][a-zA-Z0-9_.-]*`): one path segment that needs no escaping
 /// and cannot climb out of `/containers/`.

@@ -323,8 +323,12 @@ impl Engine {
                 .map_err(|e| EngineError(format!("{}: {e}", api.endpoint())))?;
             let missing = missing
                 .into_iter()
-                .map(|(r, _said)| {
-                    let why = format!("the {} engine has no such container", self.cli_name());
+                .map(|(r, said)| {
+                    let why = if said.to_ascii_lowercase().contains("no such container") {
+                        format!("the {} engine has no such container", self.cli_name())
+                    } else {
+                        format!("no such container ({}: {said})", api.endpoint())
+                    };
                     (r, why)
                 })
                 .collect();

@@ -207,7 +207,14 @@ impl Api {
                     out.extend_from_slice(&resp.body);
                 }
                 200 => return Err(self.error("a container's record is larger than 4 MiB")),
-                404 => missing.push((r.clone(), daemon_said(&resp))),
+                // Not found, or a prefix of several ids (dockerd 20.10
+                // answers that one 500): that ref's answer, as the CLI
+                // prints it and goes on with the others. Any other error
+                // is the daemon's, for every ref.
+                400..=499 => missing.push((r.clone(), daemon_said(&resp))),
+                _ if daemon_said(&resp).starts_with("Multiple IDs found") => {
+                    missing.push((r.clone(), daemon_said(&resp)))
+                }
                 _ => return Err(self.error(daemon_said(&resp))),
             }
         }
@@ -843,6 +850,33 @@ mod tests {
             e.to_string().starts_with("the Docker API at unix://"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn an_ambiguous_prefix_is_that_ref_s_answer_and_a_sick_daemon_everyone_s() {
+        let d = daemon(vec![
+            json(
+                "500 Internal Server Error",
+                r#"{"message":"Multiple IDs found with provided prefix: 4"}"#,
+            ),
+            json("200 OK", r#"{"Id":"aaaa"}"#),
+            json(
+                "500 Internal Server Error",
+                r#"{"message":"database is locked"}"#,
+            ),
+        ]);
+        let refs: Vec<String> = ["4", "ws-a"].map(String::from).to_vec();
+        let (json, missing) = d.api.records(&refs, soon(5000)).unwrap();
+        assert_eq!(json, br#"[{"Id":"aaaa"}]"#);
+        assert_eq!(missing.len(), 1);
+        assert!(
+            missing[0].1.starts_with("Multiple IDs found"),
+            "{missing:?}"
+        );
+        let e = d.api.records(&refs[1..], soon(5000)).unwrap_err();
+        assert!(e.to_string().contains("database is locked"), "{e}");
+        d.served.join().unwrap();
+        let _ = std::fs::remove_dir_all(&d.dir);
     }
 
     #[test]

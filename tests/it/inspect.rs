@@ -179,6 +179,17 @@ fn inspect_cmd(bin: &Path) -> Command {
     c
 }
 
+/// Case (b) on Docker: SYS_ADMIN, the host's PID namespace, the engine's
+/// socket bound.
+const B_FLAGS: [&str; 6] = [
+    "--cap-add",
+    "SYS_ADMIN",
+    "--pid",
+    "host",
+    "-v",
+    "/var/run/docker.sock:/var/run/docker.sock",
+];
+
 /// Docker (runc and runsc) in one call, with the two read-only containers
 /// that cannot take the probe among them.
 #[test]
@@ -209,20 +220,7 @@ fn docker_runc_and_runsc_inspect_places_verifies_and_agrees() {
             sleep,
             "a",
         ),
-        (
-            "db",
-            vec![
-                "--cap-add",
-                "SYS_ADMIN",
-                "--pid",
-                "host",
-                "-v",
-                "/var/run/docker.sock:/var/run/docker.sock",
-            ],
-            img,
-            sleep,
-            "b",
-        ),
+        ("db", B_FLAGS.to_vec(), img, sleep, "b"),
         ("dc", vec![], &noshell.id, &["/sleeper"], "c"),
         (
             "dcis",
@@ -455,20 +453,7 @@ fn docker_inspect_through_its_cli_only_is_the_inspection_through_its_api() {
     let sleep: &[&str] = &["/bin/sleep", "600"];
     let specs: Vec<Spec> = vec![
         ("va", vec!["--cap-drop=all", "-v", &wsv], img, sleep, "a"),
-        (
-            "vb",
-            vec![
-                "--cap-add",
-                "SYS_ADMIN",
-                "--pid",
-                "host",
-                "-v",
-                "/var/run/docker.sock:/var/run/docker.sock",
-            ],
-            img,
-            sleep,
-            "b",
-        ),
+        ("vb", B_FLAGS.to_vec(), img, sleep, "b"),
         (
             "vro",
             vec!["--read-only", "--tmpfs", "/tmp"],

@@ -235,15 +235,7 @@ impl Api {
         caps: (usize, usize),
     ) -> Captured {
         let started = Instant::now();
-        let mut c = Captured {
-            status: ToolStatus::Error,
-            exit_code: None,
-            stdout: Vec::new(),
-            stderr: Vec::new(),
-            overflow: None,
-            duration: started.elapsed(),
-            reason: None,
-        };
+        let mut c = nothing_yet(ToolStatus::Error);
         let done = |mut c: Captured| {
             c.duration = started.elapsed();
             c
@@ -512,6 +504,19 @@ impl Demux {
     }
 }
 
+/// A call's result before anything came back: `status`, no output.
+fn nothing_yet(status: ToolStatus) -> Captured {
+    Captured {
+        status,
+        exit_code: None,
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+        overflow: None,
+        duration: std::time::Duration::ZERO,
+        reason: None,
+    }
+}
+
 /// The exec stream's bytes fed to the demultiplexer in `pieces`, as the
 /// socket hands them over: stdout, stderr and the stream that passed its
 /// cap; Err where the bytes are not the daemon's stream (the fuzz target
@@ -520,15 +525,7 @@ pub type Demuxed = (Vec<u8>, Vec<u8>, Option<&'static str>);
 
 pub fn demultiplex(pieces: &[&[u8]], caps: (usize, usize)) -> Result<Demuxed, String> {
     let mut d = Demux::new(caps);
-    let mut c = Captured {
-        status: ToolStatus::Ok,
-        exit_code: None,
-        stdout: Vec::new(),
-        stderr: Vec::new(),
-        overflow: None,
-        duration: std::time::Duration::ZERO,
-        reason: None,
-    };
+    let mut c = nothing_yet(ToolStatus::Ok);
     for p in pieces {
         d.feed(p, &mut c).map_err(|e| e.to_string())?;
     }
@@ -560,15 +557,7 @@ mod tests {
     use super::*;
 
     fn captured() -> Captured {
-        Captured {
-            status: ToolStatus::Error,
-            exit_code: None,
-            stdout: Vec::new(),
-            stderr: Vec::new(),
-            overflow: None,
-            duration: std::time::Duration::ZERO,
-            reason: None,
-        }
+        nothing_yet(ToolStatus::Error)
     }
 
     fn frame(stream: u8, data: &[u8]) -> Vec<u8> {

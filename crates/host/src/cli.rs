@@ -121,14 +121,9 @@ pub struct WatchArgs {
     /// Where the watch keeps its state, key, inspections and fleet view (made if missing; an existing one must be a watch's own or empty)
     #[arg(long, value_name = "DIR")]
     pub out_dir: PathBuf,
-    /// How many containers are inspected at once
-    #[arg(
-        long,
-        value_name = "N",
-        default_value_t = 4,
-        visible_alias = "parallel"
-    )]
-    pub jobs: usize,
+    /// How many containers are inspected at once (default: the CPUs this process may use, 2 to 16)
+    #[arg(long, value_name = "N", visible_alias = "parallel")]
+    pub jobs: Option<usize>,
     /// Deadline per container, for every step from placement to removal, e.g. 30s, 2m
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_timeout)]
     pub timeout: Duration,

@@ -495,7 +495,7 @@ fn life(test: &str, t: &Target, bin: PathBuf, work: &Path, out: PathBuf) {
         while at < begun - 100_000_000 {
             samples += 1;
             let running = busy.iter().filter(|(a, b)| *a <= at && at < *b).count();
-            if running < 4 {
+            if running < jobs {
                 idle += 1;
             }
             at += 20_000_000;

@@ -1,30 +1,44 @@
 #!/usr/bin/env bash
 # Benchmark (issue 31): the latency from a container's start to its verified
 # report under `selfprobe-host watch`, against the engine's own exec cost.
-#   bench/watch.sh [N] [JOBS]
+#   bench/watch.sh [N] [JOBS] [ROUNDS]
 # N (default 40) containers of the FROM-scratch busybox test image
 # (--cap-drop=all --network none, a workspace bind: the acceptance tests'
-# case (a)) start in a burst, JOBS (default 4, the watch's default --jobs)
-# at a time, three times:
+# case (a)) start in a burst, JOBS at a time (default: the watch's default
+# --jobs), in three phases, each ROUNDS (default 3) times:
 #   - bare: a follower of `docker events` (bench/watch-bare.py) runs
 #     `docker exec CTR true` for each container as its start event comes,
 #     JOBS at a time: the least any watch can cost, the engine's exec;
 #   - bare through the API: the same exec of `true` through the Engine
 #     API's socket, as the watch now execs (without the CLI's own start);
-#   - watch: `selfprobe-host watch --engine docker --jobs JOBS` inspects
-#     each as it starts (placement, the probe's run, verification, the
-#     cross-check, removal), and watch.json says when each report was
-#     written and verified (latency_ms: from the engine's start event).
-# Prints, with the load average before and after, the median and 95th
-# percentile of each, their ratio, and the probe's own run (run.duration_ms
-# in the reports): the goal (issue 31) is that the inspection adds no more
-# than the probe's own run to the engine's exec cost.
+#   - watch: `selfprobe-host watch --engine docker` inspects each as it
+#     starts (placement, the probe's run, verification, the cross-check,
+#     removal), and watch.json says when each report was written and
+#     verified (latency_ms: from the engine's start event).
+# Each phase's containers are removed before the next starts; the order of
+# the phases turns each round. A p95 of one burst of 40 is its second-worst
+# container: the rounds are pooled for the figures that count.
+# Prints, per round and pooled, the median and 95th percentile of each, the
+# probe's own run (run.duration_ms in the reports) and where the watch's
+# time went: the goal (issue 31) is that the inspection adds no more than
+# the probe's own run to the engine's exec cost.
 # Needs root, docker with dockerd answering, busybox-static, python3.
 # Every container it starts is removed at its end (by name).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 n=${1:-40}
-jobs=${2:-4}
+# JOBS: the watch's --jobs and the bare execs' concurrency; without it, the
+# watch's default (the CPUs, 2 to 16: docs/watch.md), which the bare
+# execs then take too.
+if [ -n "${2:-}" ]; then
+    jobs=$2
+    jobs_flag=(--jobs "$jobs")
+else
+    jobs=$(nproc)
+    jobs=$(( jobs < 2 ? 2 : jobs > 16 ? 16 : jobs ))
+    jobs_flag=()
+fi
+rounds=${3:-3}
 # SELFPROBE_HOST: another build's selfprobe-host (with its selfprobe beside
 # it), to measure a change before and after under the same conditions.
 if [ -z "${SELFPROBE_HOST:-}" ]; then
@@ -66,30 +80,39 @@ burst() {
         "localhost/$tag:latest" /bin/sleep 3600 >/dev/null
 }
 
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, $n containers, $jobs at a time"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, $n containers, $jobs at a time, $rounds rounds"
 
-# Bare: the engine's exec, as each start event comes.
-python3 bench/watch-bare.py "$tag-bare=1" "$n" "$jobs" > "$tmp/bare.json" &
-bare_pid=$!
-sleep 1
-burst "$tag-bare=1" bare
-wait "$bare_pid"
-python3 bench/watch-bare.py "$tag-api=1" "$n" "$jobs" api > "$tmp/api.json" &
-bare_pid=$!
-sleep 1
-burst "$tag-api=1" api
-wait "$bare_pid"
+# Removes one phase's containers (8 at a time, as cleanup does) and lets
+# the machine settle, so no phase runs beside another's leftovers.
+clear_phase() {
+    docker ps -aq --filter "label=$1" | xargs -r -n 8 docker rm -f >/dev/null 2>&1 || true
+    sleep 3
+}
 
-# The watch.
-"$host" watch --engine docker --filter "label=$tag-watch=1" --jobs "$jobs" \
-    --out-dir "$tmp/out" 2> "$tmp/watch.log" &
-watch_pid=$!
-for _ in $(seq 1 100); do
-    grep -q "watching the" "$tmp/watch.log" 2>/dev/null && break
-    sleep 0.1
-done
-burst "$tag-watch=1" watch
-python3 - "$tmp/out/watch.json" "$n" <<'PY'
+# Bare: the engine's exec, as each start event comes (cli: `docker exec
+# CTR true`; api: the same through the Engine API).
+bare() {
+    local mode=$1 r=$2
+    python3 bench/watch-bare.py "$tag-$mode$r=1" "$n" "$jobs" "$mode" > "$tmp/$mode-$r.json" &
+    bare_pid=$!
+    sleep 1
+    burst "$tag-$mode$r=1" "$mode$r"
+    wait "$bare_pid"
+    clear_phase "$tag-$mode$r=1"
+}
+
+# The watch, a new one each round with its own out-dir.
+watch() {
+    local r=$1
+    "$host" watch --engine docker --filter "label=$tag-watch$r=1" "${jobs_flag[@]}" \
+        --out-dir "$tmp/out-$r" 2> "$tmp/watch-$r.log" &
+    watch_pid=$!
+    for _ in $(seq 1 100); do
+        grep -q "watching the" "$tmp/watch-$r.log" 2>/dev/null && break
+        sleep 0.1
+    done
+    burst "$tag-watch$r=1" "watch$r"
+    python3 - "$tmp/out-$r/watch.json" "$n" <<'PY'
 import json, sys, time
 path, n = sys.argv[1], int(sys.argv[2])
 for _ in range(6000):
@@ -102,75 +125,104 @@ for _ in range(6000):
         pass
     time.sleep(0.1)
 PY
-# The watch's own CPU (its threads; the probes run in the containers).
-cpu_ms=$(awk -v hz="$(getconf CLK_TCK)" '{print int(($14 + $15) * 1000 / hz)}' "/proc/$watch_pid/stat")
-kill -TERM "$watch_pid"
-wait "$watch_pid" || true
-watch_pid=
+    # The watch's own CPU (its threads; the probes run in the containers).
+    awk -v hz="$(getconf CLK_TCK)" '{print int(($14 + $15) * 1000 / hz)}' \
+        "/proc/$watch_pid/stat" > "$tmp/cpu-$r"
+    kill -TERM "$watch_pid"
+    wait "$watch_pid" || true
+    watch_pid=
+    clear_phase "$tag-watch$r=1"
+}
 
-python3 - "$tmp/bare.json" "$tmp/out" "$n" "$jobs" "$tmp/api.json" <<'PY'
+# Each round runs the three phases in another order (cli api watch, api
+# watch cli, watch cli api), so none always runs first on a rested machine.
+for r in $(seq 1 "$rounds"); do
+    order=(cli api watch cli api)
+    for phase in "${order[@]:$(( (r - 1) % 3 )):3}"; do
+        case $phase in
+            watch) watch "$r" ;;
+            *) bare "$phase" "$r" ;;
+        esac
+    done
+done
+grep -ho "[0-9]* at a time" "$tmp/watch-1.log" | head -1 | sed 's/^/the watch ran /'
+
+python3 - "$tmp" "$n" "$jobs" "$rounds" <<'PY'
 import json, statistics, sys
+from datetime import datetime, timezone
 from pathlib import Path
-bare, out, n, jobs = json.load(open(sys.argv[1])), Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-bare_api = json.load(open(sys.argv[5]))["latency_ms"]
-st = json.load(open(out / "watch.json"))
-es = list(st["containers"].values())
-lat = [e["latency_ms"] for e in es if e.get("verified") and e.get("latency_ms") is not None]
-own = []
-for e in es:
-    d = out / e["inspection"] if e.get("inspection") else None
-    if d and (d / "inspection.json").is_file():
-        c = json.load(open(d / "inspection.json"))["containers"][0]
-        if c.get("report"):
-            own.append(json.load(open(d / c["report"]))["run"]["duration_ms"])
+tmp, n, jobs, rounds = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 def q(v, p):
     v = sorted(v)
     return v[max(0, min(len(v) - 1, -(-len(v) * p // 100) - 1))]
-b = bare["latency_ms"]
-print(f"bare docker exec CTR true, {jobs} at a time, from each start event: "
-      f"median {q(b, 50):.0f} ms, p95 {q(b, 95):.0f} ms ({len(b)} of {n})")
-print(f"watch, --jobs {jobs}, start to verified report: median {q(lat, 50):.0f} ms, "
-      f"p95 {q(lat, 95):.0f} ms ({len(lat)} of {n} verified)")
-print(f"ratio watch / bare: median {q(lat, 50) / q(b, 50):.1f}x, p95 {q(lat, 95) / q(b, 95):.1f}x; "
-      f"the probe's own run (run.duration_ms) median {statistics.median(own):.0f} ms; "
-      f"median watch - bare - probe's run: {q(lat, 50) - q(b, 50) - statistics.median(own):.0f} ms")
-print(f"bare exec of true through the Engine API, {jobs} at a time: median {q(bare_api, 50):.0f} ms, "
-      f"p95 {q(bare_api, 95):.0f} ms ({len(bare_api)} of {n}); median watch - API exec - probe's run: "
-      f"{q(lat, 50) - q(bare_api, 50) - statistics.median(own):.0f} ms")
-# Where the time goes, per container (medians, ms): watch.json's times
-# (the start event, the dispatch, the result taken by the loop) around
-# inspection.json's (its started/finished and the container's steps_ms).
 def t(s):
     if not s:
         return None
     day, frac = s.rstrip("Z").split(".") if "." in s else (s.rstrip("Z"), "0")
-    from datetime import datetime, timezone
     base = datetime.fromisoformat(day).replace(tzinfo=timezone.utc).timestamp()
     return base * 1000 + float("0." + frac) * 1000
+# Per round and pooled: the bare execs' latencies, the watch's (start
+# event to verified report), the probe's own runs (run.duration_ms), and
+# where each container's time went: watch.json's times (the start event,
+# the dispatch, the result taken by the loop) around inspection.json's
+# (its started/finished and the container's steps_ms).
+pool = {"cli": [], "api": [], "watch": [], "run": []}
 parts = {}
-for e in es:
-    d = out / e["inspection"] if e.get("inspection") else None
-    if not (e.get("verified") and d and (d / "inspection.json").is_file()):
-        continue
-    i = json.load(open(d / "inspection.json"))
-    steps = i["containers"][0].get("steps_ms", {})
-    s0, s1, s2 = t(e.get("started")), t(e.get("inspection_started")), t(e.get("inspection_finished"))
-    i0, i1 = t(i["started"]), t(i["finished"])
-    total = steps.get("total", 0)
-    rows = {
-        "to a worker": s1 - s0,
-        "record (container inspect)": i0 - s1,
-        "before the run (digests, settle)": (i1 - i0) - total,
-        "placement": steps.get("place", 0),
-        "the probe's exec": steps.get("run", 0),
-        "removal (plant)": steps.get("plant", 0),
-        "verification, cross-check": total - steps.get("place", 0) - steps.get("run", 0) - steps.get("plant", 0),
-        "written, back to the loop": s2 - i1,
-    }
-    for k, v in rows.items():
-        parts.setdefault(k, []).append(v)
-print("where the time goes (median ms): " + "; ".join(
-    f"{k} {statistics.median(v):.0f}" for k, v in parts.items()))
+cpu = 0
+for r in range(1, rounds + 1):
+    cli = json.load(open(tmp / f"cli-{r}.json"))["latency_ms"]
+    api = json.load(open(tmp / f"api-{r}.json"))["latency_ms"]
+    out = tmp / f"out-{r}"
+    es = list(json.load(open(out / "watch.json"))["containers"].values())
+    lat, own = [], []
+    for e in es:
+        d = out / e["inspection"] if e.get("inspection") else None
+        if not (e.get("verified") and e.get("latency_ms") is not None and d
+                and (d / "inspection.json").is_file()):
+            continue
+        lat.append(e["latency_ms"])
+        i = json.load(open(d / "inspection.json"))
+        c = i["containers"][0]
+        rep = json.load(open(d / c["report"]))["run"] if c.get("report") else None
+        ran = rep["duration_ms"] if rep else 0
+        own.append(ran)
+        steps = c.get("steps_ms", {})
+        s0, s1, s2 = t(e.get("started")), t(e.get("inspection_started")), t(e.get("inspection_finished"))
+        i0, i1 = t(i["started"]), t(i["finished"])
+        total = steps.get("total", 0)
+        rows = {
+            "to a worker": s1 - s0,
+            "record (container inspect)": i0 - s1,
+            "before the run (digests, settle)": (i1 - i0) - total,
+            "placement": steps.get("place", 0),
+            "the probe's exec": steps.get("run", 0),
+            "of which not its run": steps.get("run", 0) - ran,
+            "of which before its run began": t(rep["started"]) - (i0 + (i1 - i0) - total + steps.get("place", 0)) if rep else 0,
+            "of which after its run ended": (i0 + (i1 - i0) - total + steps.get("place", 0) + steps.get("run", 0)) - t(rep["finished"]) if rep else 0,
+            "removal (plant)": steps.get("plant", 0),
+            "verification, cross-check": total - steps.get("place", 0) - steps.get("run", 0) - steps.get("plant", 0),
+            "written, back to the loop": s2 - i1,
+        }
+        for k, v in rows.items():
+            parts.setdefault(k, []).append(v)
+    cpu += int(open(tmp / f"cpu-{r}").read())
+    print(f"round {r}: median / p95 ms: bare CLI exec {q(cli, 50):.0f} / {q(cli, 95):.0f} ({len(cli)}), "
+          f"bare API exec {q(api, 50):.0f} / {q(api, 95):.0f} ({len(api)}), "
+          f"watch {q(lat, 50):.0f} / {q(lat, 95):.0f} ({len(lat)} of {n} verified), "
+          f"probe's run {q(own, 50):.0f} / {q(own, 95):.0f}")
+    for k, v in (("cli", cli), ("api", api), ("watch", lat), ("run", own)):
+        pool[k] += v
+b, a, w, o = pool["cli"], pool["api"], pool["watch"], pool["run"]
+print(f"pooled over {rounds} rounds, {jobs} at a time (median / p95 ms):")
+print(f"  bare docker exec CTR true, from each start event: {q(b, 50):.0f} / {q(b, 95):.0f} ({len(b)})")
+print(f"  bare exec of true through the Engine API: {q(a, 50):.0f} / {q(a, 95):.0f} ({len(a)})")
+print(f"  watch, start to verified report: {q(w, 50):.0f} / {q(w, 95):.0f} ({len(w)} of {n * rounds} verified)")
+print(f"  the probe's own run (run.duration_ms): {q(o, 50):.0f} / {q(o, 95):.0f}")
+print(f"  watch - bare CLI exec: median {q(w, 50) - q(b, 50):.0f} (probe's run {q(o, 50):.0f}), "
+      f"p95 {q(w, 95) - q(b, 95):.0f} (probe's run {q(o, 95):.0f}); "
+      f"watch - API exec: median {q(w, 50) - q(a, 50):.0f}, p95 {q(w, 95) - q(a, 95):.0f}")
+print("  where the time goes (median / p95 ms): " + "; ".join(
+    f"{k} {statistics.median(v):.0f} / {q(v, 95):.0f}" for k, v in parts.items()))
+print(f"  the watch's own CPU: {cpu} ms ({cpu // max(1, len(w))} ms a container)")
 PY
-echo "the watch's own CPU over the burst: $cpu_ms ms ($((cpu_ms / n)) ms a container)"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

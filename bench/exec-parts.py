@@ -50,13 +50,7 @@ def run(cid, cmd, key):
     if key is not None:
         s.sendall(key)
     s.shutdown(socket.SHUT_WR)
-    got = b""
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        got += d
-    s.close()
+    got = bare.read_to_end(s)
     t2 = time.time()
     bare.api("GET", f"/exec/{ex['Id']}/json")
     t3 = time.time()

@@ -39,16 +39,23 @@ def api(method, path, body=None, upgrade=False):
         got += s.recv(4096)
     if upgrade:
         return s
+    got = read_to_end(s, got)
+    head, _, rest = got.partition(b"\r\n\r\n")
+    if b"chunked" in head.lower():
+        rest = rest.split(b"\r\n")[1]
+    return json.loads(rest) if rest.strip() else None
+
+
+def read_to_end(s, got=b""):
+    """What is left on the connection until the daemon closes it, after
+    `got`; the connection closed."""
     while True:
         d = s.recv(65536)
         if not d:
             break
         got += d
     s.close()
-    head, _, rest = got.partition(b"\r\n\r\n")
-    if b"chunked" in head.lower():
-        rest = rest.split(b"\r\n")[1]
-    return json.loads(rest) if rest.strip() else None
+    return got
 
 
 def api_exec_true(cid):

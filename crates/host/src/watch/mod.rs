@@ -175,10 +175,11 @@ impl Options {
 /// The default `--jobs`: the CPUs this process may use (its affinity and
 /// its cgroup's quota, as the standard library counts them), at least 2 and
 /// at most 16. An inspection is mostly CPU (the engine's exec, the probe's
-/// run, verification): on 2 CPUs, 40 containers in a burst waited 292 ms
-/// (p95 582) from start to verified report at 4 at once and 181 ms (p95
-/// 291) at 2 (bench/RESULTS.md, "The watch's default --jobs"). At least 2 so
-/// a container that holds a worker to its deadline never holds them all.
+/// run, verification): on 2 CPUs, 40 containers in a burst waited 259 ms
+/// (p95 431) from start to verified report at 4 at once and 143-174 ms
+/// (p95 262-298) at 2 (bench/RESULTS.md, the watch, "2026-12-03"). At
+/// least 2 so a container that holds a worker to its deadline never holds
+/// them all.
 pub fn default_jobs() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())

@@ -190,6 +190,9 @@ for r in range(1, rounds + 1):
         s0, s1, s2 = t(e.get("started")), t(e.get("inspection_started")), t(e.get("inspection_finished"))
         i0, i1 = t(i["started"]), t(i["finished"])
         total = steps.get("total", 0)
+        # When the probe's exec began: the steps end the inspection (what
+        # comes before them is the digests and the settle), placement first.
+        exec0 = i1 - total + steps.get("place", 0)
         rows = {
             "to a worker": s1 - s0,
             "record (container inspect)": i0 - s1,
@@ -197,8 +200,8 @@ for r in range(1, rounds + 1):
             "placement": steps.get("place", 0),
             "the probe's exec": steps.get("run", 0),
             "of which not its run": steps.get("run", 0) - ran,
-            "of which before its run began": t(rep["started"]) - (i0 + (i1 - i0) - total + steps.get("place", 0)) if rep else 0,
-            "of which after its run ended": (i0 + (i1 - i0) - total + steps.get("place", 0) + steps.get("run", 0)) - t(rep["finished"]) if rep else 0,
+            "of which before its run began": t(rep["started"]) - exec0 if rep else 0,
+            "of which after its run ended": exec0 + steps.get("run", 0) - t(rep["finished"]) if rep else 0,
             "removal (plant)": steps.get("plant", 0),
             "verification, cross-check": total - steps.get("place", 0) - steps.get("run", 0) - steps.get("plant", 0),
             "written, back to the loop": s2 - i1,

@@ -237,11 +237,14 @@ pub enum Msg {
 /// How one container's inspection job ended.
 #[derive(Debug)]
 pub enum Outcome {
-    /// The inspection directory is written.
+    /// The inspection directory is written (`written`: when its last
+    /// file, inspection.json, was on disk: the end of the latency, not when
+    /// the loop got to the message).
     Inspected {
         verified: bool,
         exit: i32,
         not_probed: Option<String>,
+        written: SystemTime,
     },
     /// It could not be inspected; `gone`: it no longer exists.
     Missed { why: String, gone: bool },
@@ -907,6 +910,7 @@ fn inspect_one(
             verified: c.verified,
             exit: c.exit,
             not_probed: c.not_probed.clone(),
+            written: SystemTime::now(),
         },
         None => Outcome::Missed {
             why: "internal: the inspection has no result".into(),
@@ -1601,16 +1605,17 @@ impl Watch {
                 verified,
                 exit,
                 not_probed,
+                written,
             } => {
                 e.state = Phase::Inspected;
                 // From here on `attempts` counts the teardown's.
                 e.attempts = 0;
                 e.verified = Some(verified);
                 e.exit = Some(exit);
-                e.inspection_finished = Some(rfc3339(now));
+                e.inspection_finished = Some(rfc3339(written));
                 let started = e.started.as_deref().and_then(events::parse_rfc3339_ns);
                 e.latency_ms = started
-                    .map(|s| (ns_of(now) - s) / 1_000_000)
+                    .map(|s| (ns_of(written) - s) / 1_000_000)
                     .filter(|ms| *ms >= 0)
                     .map(|ms| ms as u64);
                 let how = if verified {

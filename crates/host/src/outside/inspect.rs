@@ -28,7 +28,6 @@ use super::engine::{failure, Engine};
 use super::placement::{self, Candidate, Method, Passed};
 use super::record::{EngineKind, MountKind, Record};
 use super::resolve;
-use crate::error::CannotWrite;
 use selfprobe::attest::verify;
 use selfprobe::facts::boundary::Boundary;
 use selfprobe::finding::{Finding, Severity, Status};
@@ -389,8 +388,6 @@ pub enum WriteError {
     SameStem { stem: String, name: String },
     #[error("cannot write the inspection into {}: {source}", dir.display())]
     Files { dir: PathBuf, source: io::Error },
-    #[error(transparent)]
-    Last(#[from] CannotWrite),
 }
 
 /// Why the inspection could not start at all: bad options, key, policy
@@ -1667,10 +1664,12 @@ fn planted(rec: &Record, out: &Captured) -> Vec<CanaryOut> {
 /// the nonces, the public key (`pubkey`: what `selfprobe pubkey` prints for
 /// the key), and inspection.json (the JSON given). inspection.json marks
 /// the directory complete (the watch's recovery takes a directory with a
-/// readable one as written): it is written last, once every other file is
-/// in place and on disk. The others' fsyncs are made at once
-/// (host::write_whole_all), one journal commit for all where each took its
-/// own.
+/// readable one as written): it is put in place last, once every file is
+/// on disk. All are written in one host::write_whole_all: their fsyncs at
+/// once, then the renames, inspection.json's last. Under a burst of
+/// container starts the device's flushes queue behind the engine's, and a
+/// second round of them (inspection.json's own, as before) was the slowest
+/// containers' longest step (bench/RESULTS.md, 2026-12-03 06:00-08:00).
 pub fn write(insp: &mut Inspection, json: &str, pubkey: &str) -> Result<(), WriteError> {
     let dir = PathBuf::from(&insp.out_dir);
     let cleanup = selfprobe::host::Cleanup::default();
@@ -1695,13 +1694,10 @@ pub fn write(insp: &mut Inspection, json: &str, pubkey: &str) -> Result<(), Writ
         }
     }
     files.push((dir.join("nonces"), nonces.as_bytes()));
+    files.push((dir.join("inspection.json"), json.as_bytes()));
     let refs: Vec<(&Path, &[u8])> = files.iter().map(|(p, b)| (p.as_path(), *b)).collect();
-    if let Err(source) = selfprobe::host::write_whole_all(&refs, &cleanup) {
-        return Err(WriteError::Files { dir, source });
-    }
-    let path = dir.join("inspection.json");
-    selfprobe::host::write_whole(&path, json.as_bytes(), &cleanup)
-        .map_err(|source| CannotWrite { path, source }.into())
+    selfprobe::host::write_whole_all(&refs, &cleanup)
+        .map_err(|source| WriteError::Files { dir, source })
 }
 
 /// Sets the file names in each result, once the bytes are there.

@@ -22,6 +22,9 @@
 # probe's own run (run.duration_ms in the reports) and where the watch's
 # time went: the goal (issue 31) is that the inspection adds no more than
 # the probe's own run to the engine's exec cost.
+# AB_HOST=/other/build/selfprobe-host adds a fourth phase (`watchb`): that
+# build's watch, in the same rounds, so two builds are compared under the
+# same load (a change's effect is smaller than the spread between runs).
 # Needs root, docker with dockerd answering, busybox-static, python3.
 # Every container it starts is removed at its end (by name).
 set -euo pipefail
@@ -101,18 +104,20 @@ bare() {
     clear_phase "$tag-$mode$r=1"
 }
 
-# The watch, a new one each round with its own out-dir.
+# The watch, a new one each round with its own out-dir (`watch`: this
+# build or SELFPROBE_HOST; `watchb`: AB_HOST).
 watch() {
-    local r=$1
-    "$host" watch --engine docker --filter "label=$tag-watch$r=1" "${jobs_flag[@]}" \
-        --out-dir "$tmp/out-$r" 2> "$tmp/watch-$r.log" &
+    local w=$1 r=$2 bin=$host
+    [ "$w" = watch ] || bin=$AB_HOST
+    "$bin" watch --engine docker --filter "label=$tag-$w$r=1" "${jobs_flag[@]}" \
+        --out-dir "$tmp/out-$w-$r" 2> "$tmp/$w-$r.log" &
     watch_pid=$!
     for _ in $(seq 1 100); do
-        grep -q "watching the" "$tmp/watch-$r.log" 2>/dev/null && break
+        grep -q "watching the" "$tmp/$w-$r.log" 2>/dev/null && break
         sleep 0.1
     done
-    burst "$tag-watch$r=1" "watch$r"
-    python3 - "$tmp/out-$r/watch.json" "$n" <<'PY'
+    burst "$tag-$w$r=1" "$w$r"
+    python3 - "$tmp/out-$w-$r/watch.json" "$n" <<'PY'
 import json, sys, time
 path, n = sys.argv[1], int(sys.argv[2])
 for _ in range(6000):
@@ -127,31 +132,36 @@ for _ in range(6000):
 PY
     # The watch's own CPU (its threads; the probes run in the containers).
     awk -v hz="$(getconf CLK_TCK)" '{print int(($14 + $15) * 1000 / hz)}' \
-        "/proc/$watch_pid/stat" > "$tmp/cpu-$r"
+        "/proc/$watch_pid/stat" > "$tmp/cpu-$w-$r"
     kill -TERM "$watch_pid"
     wait "$watch_pid" || true
     watch_pid=
-    clear_phase "$tag-watch$r=1"
+    clear_phase "$tag-$w$r=1"
 }
 
-# Each round runs the three phases in another order (cli api watch, api
-# watch cli, watch cli api), so none always runs first on a rested machine.
+# Each round runs the phases in another order (cli api watch, api watch
+# cli, watch cli api), so none always runs first on a rested machine.
+phases=(cli api watch)
+# AB_HOST: a second build's selfprobe-host as a fourth phase (`watchb`),
+# so two builds are compared within the same rounds, under the same load.
+[ -z "${AB_HOST:-}" ] || phases+=(watchb)
 for r in $(seq 1 "$rounds"); do
-    order=(cli api watch cli api)
-    for phase in "${order[@]:$(( (r - 1) % 3 )):3}"; do
+    order=("${phases[@]}" "${phases[@]}")
+    for phase in "${order[@]:$(( (r - 1) % ${#phases[@]} )):${#phases[@]}}"; do
         case $phase in
-            watch) watch "$r" ;;
+            watch*) watch "$phase" "$r" ;;
             *) bare "$phase" "$r" ;;
         esac
     done
 done
 grep -ho "[0-9]* at a time" "$tmp/watch-1.log" | head -1 | sed 's/^/the watch ran /'
 
-python3 - "$tmp" "$n" "$jobs" "$rounds" <<'PY'
+python3 - "$tmp" "$n" "$jobs" "$rounds" "${phases[@]:2}" <<'PY'
 import json, statistics, sys
 from datetime import datetime, timezone
 from pathlib import Path
 tmp, n, jobs, rounds = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+watches = sys.argv[5:]
 def q(v, p):
     v = sorted(v)
     return v[max(0, min(len(v) - 1, -(-len(v) * p // 100) - 1))]
@@ -166,26 +176,19 @@ def t(s):
 # where each container's time went: watch.json's times (the start event,
 # the dispatch, the result taken by the loop) around inspection.json's
 # (its started/finished and the container's steps_ms).
-pool = {"cli": [], "api": [], "watch": [], "run": []}
-parts = {}
-cpu = 0
-for r in range(1, rounds + 1):
-    cli = json.load(open(tmp / f"cli-{r}.json"))["latency_ms"]
-    api = json.load(open(tmp / f"api-{r}.json"))["latency_ms"]
-    out = tmp / f"out-{r}"
-    es = list(json.load(open(out / "watch.json"))["containers"].values())
-    lat, own = [], []
-    for e in es:
+def read_watch(w, r):
+    """One watch phase's verified containers: latency, own run, parts."""
+    out = tmp / f"out-{w}-{r}"
+    got = []
+    for e in json.load(open(out / "watch.json"))["containers"].values():
         d = out / e["inspection"] if e.get("inspection") else None
         if not (e.get("verified") and e.get("latency_ms") is not None and d
                 and (d / "inspection.json").is_file()):
             continue
-        lat.append(e["latency_ms"])
         i = json.load(open(d / "inspection.json"))
         c = i["containers"][0]
         rep = json.load(open(d / c["report"]))["run"] if c.get("report") else None
         ran = rep["duration_ms"] if rep else 0
-        own.append(ran)
         steps = c.get("steps_ms", {})
         s0, s1, s2 = t(e.get("started")), t(e.get("inspection_started")), t(e.get("inspection_finished"))
         i0, i1 = t(i["started"]), t(i["finished"])
@@ -204,28 +207,48 @@ for r in range(1, rounds + 1):
             "of which after its run ended": exec0 + steps.get("run", 0) - t(rep["finished"]) if rep else 0,
             "removal (plant)": steps.get("plant", 0),
             "verification, cross-check": total - steps.get("place", 0) - steps.get("run", 0) - steps.get("plant", 0),
-            "written, back to the loop": s2 - i1,
+            "written": s2 - i1,
         }
-        for k, v in rows.items():
-            parts.setdefault(k, []).append(v)
-    cpu += int(open(tmp / f"cpu-{r}").read())
-    print(f"round {r}: median / p95 ms: bare CLI exec {q(cli, 50):.0f} / {q(cli, 95):.0f} ({len(cli)}), "
-          f"bare API exec {q(api, 50):.0f} / {q(api, 95):.0f} ({len(api)}), "
-          f"watch {q(lat, 50):.0f} / {q(lat, 95):.0f} ({len(lat)} of {n} verified), "
-          f"probe's run {q(own, 50):.0f} / {q(own, 95):.0f}")
-    for k, v in (("cli", cli), ("api", api), ("watch", lat), ("run", own)):
+        got.append((e["latency_ms"], ran, rows))
+    return got
+
+pool = {k: [] for k in ["cli", "api", *watches]}
+bare = {"cli": "bare docker exec CTR true, from each start event",
+        "api": "bare exec of true through the Engine API"}
+for r in range(1, rounds + 1):
+    line = []
+    for k in ("cli", "api"):
+        v = json.load(open(tmp / f"{k}-{r}.json"))["latency_ms"]
         pool[k] += v
-b, a, w, o = pool["cli"], pool["api"], pool["watch"], pool["run"]
+        line.append(f"bare {k} exec {q(v, 50):.0f} / {q(v, 95):.0f} ({len(v)})")
+    for w in watches:
+        got = read_watch(w, r)
+        pool[w] += got
+        lat, own = [g[0] for g in got], [g[1] for g in got]
+        line.append(f"{w} {q(lat, 50):.0f} / {q(lat, 95):.0f} ({len(lat)} of {n} verified), "
+                    f"its probe's run {q(own, 50):.0f} / {q(own, 95):.0f}")
+    print(f"round {r}: median / p95 ms: " + ", ".join(line))
+b, a = pool["cli"], pool["api"]
 print(f"pooled over {rounds} rounds, {jobs} at a time (median / p95 ms):")
-print(f"  bare docker exec CTR true, from each start event: {q(b, 50):.0f} / {q(b, 95):.0f} ({len(b)})")
-print(f"  bare exec of true through the Engine API: {q(a, 50):.0f} / {q(a, 95):.0f} ({len(a)})")
-print(f"  watch, start to verified report: {q(w, 50):.0f} / {q(w, 95):.0f} ({len(w)} of {n * rounds} verified)")
-print(f"  the probe's own run (run.duration_ms): {q(o, 50):.0f} / {q(o, 95):.0f}")
-print(f"  watch - bare CLI exec: median {q(w, 50) - q(b, 50):.0f} (probe's run {q(o, 50):.0f}), "
-      f"p95 {q(w, 95) - q(b, 95):.0f} (probe's run {q(o, 95):.0f}); "
-      f"watch - API exec: median {q(w, 50) - q(a, 50):.0f}, p95 {q(w, 95) - q(a, 95):.0f}")
-print("  where the time goes (median / p95 ms): " + "; ".join(
-    f"{k} {statistics.median(v):.0f} / {q(v, 95):.0f}" for k, v in parts.items()))
-print(f"  the watch's own CPU: {cpu} ms ({cpu // max(1, len(w))} ms a container)")
+for k in ("cli", "api"):
+    print(f"  {bare[k]}: {q(pool[k], 50):.0f} / {q(pool[k], 95):.0f} ({len(pool[k])})")
+for w in watches:
+    got = pool[w]
+    lat, o = [g[0] for g in got], [g[1] for g in got]
+    cpu = sum(int(open(tmp / f"cpu-{w}-{r}").read()) for r in range(1, rounds + 1))
+    print(f"  {w}{' (AB_HOST)' if w == 'watchb' else ''}, start to verified report: "
+          f"{q(lat, 50):.0f} / {q(lat, 95):.0f} ({len(lat)} of {n * rounds} verified)")
+    print(f"    the probe's own run (run.duration_ms): {q(o, 50):.0f} / {q(o, 95):.0f}")
+    print(f"    {w} - bare CLI exec: median {q(lat, 50) - q(b, 50):.0f} (probe's run {q(o, 50):.0f}), "
+          f"p95 {q(lat, 95) - q(b, 95):.0f} (probe's run {q(o, 95):.0f}); "
+          f"{w} - API exec: median {q(lat, 50) - q(a, 50):.0f}, p95 {q(lat, 95) - q(a, 95):.0f}")
+    keys = list(got[0][2]) if got else []
+    print("    where the time goes (median / p95 ms): " + "; ".join(
+        f"{k} {statistics.median(g[2][k] for g in got):.0f} / {q([g[2][k] for g in got], 95):.0f}"
+        for k in keys))
+    tail = sorted(got, key=lambda g: g[0])[-max(1, len(got) // 20):]
+    print(f"    the slowest {len(tail)} ({min(g[0] for g in tail)} ms and more), mean ms: " + "; ".join(
+        f"{k} {statistics.mean(g[2][k] for g in tail):.0f}" for k in keys))
+    print(f"    the watch's own CPU: {cpu} ms ({cpu // max(1, len(lat))} ms a container)")
 PY
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -77,6 +77,12 @@ pub struct EngineAnswer {
     pub os: Option<String>,
     pub components: Vec<String>,
     pub error: Option<String>,
+    /// It took the connection and the request and said nothing until the
+    /// wait ended: no close, no reset, no bytes. What it is stays unknown
+    /// (a busy or hung engine is silent too), unlike a socket that hangs
+    /// up, which is not an HTTP engine.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub silent: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -595,6 +601,8 @@ fn probe_socket(
     let ping = match http_get(path, "/_ping", ping_timeout, deadline) {
         Ok(r) => r,
         Err(e) => {
+            ans.silent = matches!(&e, AskError::NoAnswer { error, .. }
+                if matches!(error.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock));
             ans.error = Some(e.to_string());
             return (SocketAnswer::NoAnswer, Some(ans));
         }
@@ -742,9 +750,38 @@ fn is_engine(p: &SocketProbe) -> bool {
         || p.engine != "unknown"
 }
 
+/// A socket of no engine's name, in a host mount (the host's own sockets,
+/// where an engine's API is the boundary's whole question), that stayed
+/// silent: unknown, not nothing. One found in the places sockets live
+/// (/tmp, /run, the homes) stays nobody's engine unless it answers: every
+/// desktop session has silent sockets there.
+fn silent_in_host_mount(s: &SocketProbe) -> bool {
+    s.origin.starts_with("host-mount:")
+        && s.outcome == SocketAnswer::NoAnswer
+        && s.answer.as_ref().is_some_and(|a| a.silent)
+}
+
 pub fn evaluate(f: &SocketFacts) -> Vec<Finding> {
     let mut out = Vec::new();
     for s in &f.sockets {
+        if !is_engine(s) && silent_in_host_mount(s) {
+            out.push(
+                Finding::new(
+                    Code::ProbeIncomplete,
+                    format!("sockets:{}", s.path),
+                    format!(
+                        "the socket {} in a host mount took a connection and gave no answer to GET /_ping in time ({}): whether it is a container engine's API is unknown (an engine answers at once, but a busy or hung one is silent too)",
+                        s.path,
+                        s.answer.as_ref().and_then(|a| a.error.as_deref()).unwrap_or("no answer")
+                    ),
+                )
+                .unknown()
+                .with("probe", "sockets")
+                .with("path", s.path.clone())
+                .with("origin", s.origin.clone()),
+            );
+            continue;
+        }
         if !is_engine(s) || s.outcome == SocketAnswer::NotSocket {
             continue;
         }

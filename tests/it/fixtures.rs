@@ -368,6 +368,60 @@ fn engine_sockets_answering_dead_and_silent() {
     assert!(!r.has("engine.socket-reachable", "/run/podman/podman.sock"));
 }
 
+/// A socket of no engine's name in a host mount that takes the request and
+/// stays silent (an engine too loaded to answer in time, or hung) is
+/// unknown: probe.incomplete naming it, never nothing. One that hangs up
+/// is not an HTTP engine, and a silent one in /tmp (the places search) is
+/// nobody's engine, as before. (Found when a loaded test machine left a
+/// podman service's api.sock, bound into bubblewrap, without a word.)
+#[test]
+fn a_silent_socket_in_a_host_mount_is_unknown_not_nothing() {
+    let mut mi = data("plain.mountinfo");
+    mi.push_str("101 80 254:0 /srv/svc /srv rw,relatime - ext4 /dev/vda rw\n");
+    let f = Fixture::container("silenthm", &mi, &data("plain.status"));
+    f.dir("srv");
+    f.dir("tmp/app");
+    serve(
+        UnixListener::bind(f.path("srv/api.sock")).unwrap(),
+        None,
+        Duration::from_secs(20),
+    );
+    let hangs_up = UnixListener::bind(f.path("srv/hangs-up.sock")).unwrap();
+    std::thread::spawn(move || {
+        for s in hangs_up.incoming().take(4) {
+            drop(s);
+        }
+    });
+    serve(
+        UnixListener::bind(f.path("tmp/app/app.sock")).unwrap(),
+        None,
+        Duration::from_secs(20),
+    );
+    let r = f.run(&[]);
+    let u = r.find("probe.incomplete", "sockets:/srv/api.sock");
+    assert_eq!(u["status"], "unknown", "{u:#}");
+    assert_eq!(u["evidence"]["origin"], "host-mount:/srv", "{u:#}");
+    assert!(
+        u["message"].as_str().unwrap().contains("no answer within"),
+        "{u:#}"
+    );
+    let asked = &r.json["inventory"]["sockets"]["sockets"];
+    let hung_up = asked
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["path"] == "/srv/hangs-up.sock")
+        .unwrap_or_else(|| panic!("hangs-up.sock not asked: {asked:#}"));
+    assert_eq!(hung_up["answer"].get("silent"), None, "{hung_up:#}");
+    for p in ["/srv/hangs-up.sock", "/tmp/app/app.sock"] {
+        assert!(
+            !r.pairs().iter().any(|(_, s)| s.ends_with(p)),
+            "{p}: {:#?}",
+            r.pairs()
+        );
+    }
+}
+
 /// Issue 29: an engine API is found by what it is, not only by catalog
 /// path: the places sockets live are searched, each socket asked /_ping.
 /// What is known not to be an engine is never asked, and a dead socket

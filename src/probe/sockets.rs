@@ -309,6 +309,8 @@ fn socket_places(host: &Host, homes: &[PathBuf]) -> Vec<(PathBuf, usize)> {
 /// with a short wait (an engine answers /_ping at once).
 const MAX_SEARCHED: usize = 32;
 const SEARCH_PING_TIMEOUT: Duration = Duration::from_millis(300);
+/// Silent sockets in host mounts asked a second time, at once.
+const MAX_ASKED_AGAIN: usize = 8;
 
 /// Connects to each candidate (once per socket: `seen` holds their device
 /// and inode) and records the answer, until the deadline; the candidates
@@ -362,11 +364,7 @@ fn probe_all(host: &Host, cands: Vec<Candidate>, deadline: Instant, facts: &mut 
         };
         let (outcome, answer) = probe_socket(&real, c.api, ping, deadline);
         let engine = match (&answer, c.engine.as_str()) {
-            (Some(a), "unknown") if outcome == SocketAnswer::Answered => a
-                .server
-                .clone()
-                .or_else(|| a.components.first().cloned())
-                .unwrap_or_else(|| "docker-compatible".into()),
+            (Some(a), "unknown") if outcome == SocketAnswer::Answered => answered_as(a),
             _ => c.engine,
         };
         facts.sockets.push(SocketProbe {
@@ -378,6 +376,14 @@ fn probe_all(host: &Host, cands: Vec<Candidate>, deadline: Instant, facts: &mut 
             answer,
         });
     }
+}
+
+/// The engine a socket of no engine's name is, by what it answered.
+fn answered_as(a: &EngineAnswer) -> String {
+    a.server
+        .clone()
+        .or_else(|| a.components.first().cloned())
+        .unwrap_or_else(|| "docker-compatible".into())
 }
 
 /// The candidates for the sockets found under `origin`: those that bear an
@@ -556,7 +562,54 @@ pub fn collect(
         facts.searched.push(w);
         keep(&facts);
     }
+    ask_the_silent_again(host, &mut facts, deadline);
+    keep(&facts);
     facts
+}
+
+/// Sockets in host mounts that stayed silent for PING_TIMEOUT are asked
+/// once more, all at once (at most MAX_ASKED_AGAIN), each with what the
+/// deadline leaves up to VERSION_TIMEOUT: an engine on a loaded machine
+/// can take more than a second (a podman service bound into bubblewrap
+/// did, during a full test run). What stays silent is reported unknown
+/// (`silent_in_host_mount`).
+fn ask_the_silent_again(host: &Host, facts: &mut SocketFacts, deadline: Instant) {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left < Duration::from_millis(100) {
+        return;
+    }
+    let wait = VERSION_TIMEOUT.min(left);
+    std::thread::scope(|scope| {
+        let again: Vec<_> = facts
+            .sockets
+            .iter_mut()
+            .filter(|s| s.engine == "unknown" && silent_in_host_mount(s))
+            .take(MAX_ASKED_AGAIN)
+            .map(|s| {
+                let real = host.path(&s.path);
+                let api = s.api;
+                let asked = std::thread::Builder::new()
+                    .name("sockets-again".into())
+                    .spawn_scoped(scope, move || probe_socket(&real, api, wait, deadline));
+                (s, asked)
+            })
+            .collect();
+        for (s, asked) in again {
+            // A thread that could not start, or ended without an answer,
+            // leaves the socket as silent as it was.
+            let Some((outcome, answer)) = asked.ok().and_then(|h| h.join().ok()) else {
+                continue;
+            };
+            if let Some(a) = answer
+                .as_ref()
+                .filter(|_| outcome == SocketAnswer::Answered)
+            {
+                s.engine = answered_as(a);
+            }
+            s.outcome = outcome;
+            s.answer = answer;
+        }
+    });
 }
 
 /// One root searched for sockets (`how`: the depth, and whether it is one

@@ -372,8 +372,10 @@ fn engine_sockets_answering_dead_and_silent() {
 /// stays silent (an engine too loaded to answer in time, or hung) is
 /// unknown: probe.incomplete naming it, never nothing. One that hangs up
 /// is not an HTTP engine, and a silent one in /tmp (the places search) is
-/// nobody's engine, as before. (Found when a loaded test machine left a
-/// podman service's api.sock, bound into bubblewrap, without a word.)
+/// nobody's engine, as before. A slow engine is asked again with a longer
+/// wait before it is called unknown. (Found when a loaded test machine
+/// left a podman service's api.sock, bound into bubblewrap, without a
+/// word.)
 #[test]
 fn a_silent_socket_in_a_host_mount_is_unknown_not_nothing() {
     let mut mi = data("plain.mountinfo");
@@ -397,7 +399,34 @@ fn a_silent_socket_in_a_host_mount_is_unknown_not_nothing() {
         None,
         Duration::from_secs(20),
     );
+    // An engine that takes 1.5 s to answer each request (the first wait
+    // is 1 s): asked again with a longer wait, it is the engine it is.
+    let slow = UnixListener::bind(f.path("srv/slow.sock")).unwrap();
+    std::thread::spawn(move || {
+        for s in slow.incoming().take(8) {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(1500));
+                let mut buf = [0u8; 1024];
+                let n = s.read(&mut buf).unwrap_or(0);
+                let body = if buf[..n].starts_with(b"GET /_ping") {
+                    "OK"
+                } else {
+                    r#"{"Version":"7.7"}"#
+                };
+                let _ = write!(
+                    s,
+                    "HTTP/1.0 200 OK\r\nServer: Slow/7.7\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
     let r = f.run(&[]);
+    let e = r.find("engine.socket-reachable", "/srv/slow.sock");
+    assert_eq!(e["evidence"]["engine"], "Slow/7.7", "{e:#}");
+    assert_eq!(e["evidence"]["answer"]["ping_status"], 200, "{e:#}");
+    assert!(!r.has("probe.incomplete", "sockets:/srv/slow.sock"));
     let u = r.find("probe.incomplete", "sockets:/srv/api.sock");
     assert_eq!(u["status"], "unknown", "{u:#}");
     assert_eq!(u["evidence"]["origin"], "host-mount:/srv", "{u:#}");

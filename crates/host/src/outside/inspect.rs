@@ -1669,7 +1669,8 @@ fn planted(rec: &Record, out: &Captured) -> Vec<CanaryOut> {
 /// once, then the renames, inspection.json's last. Under a burst of
 /// container starts the device's flushes queue behind the engine's, and a
 /// second round of them (inspection.json's own, as before) was the slowest
-/// containers' longest step (bench/RESULTS.md, 2026-12-03 06:00-08:00).
+/// containers' longest step (bench/RESULTS.md, "2026-12-03 05:50-07:50
+/// UTC").
 pub fn write(insp: &mut Inspection, json: &str, pubkey: &str) -> Result<(), WriteError> {
     let dir = PathBuf::from(&insp.out_dir);
     let cleanup = selfprobe::host::Cleanup::default();

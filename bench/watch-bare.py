@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """The baseline of bench/watch.sh: the least a watch can do per container.
 
-    bench/watch-bare.py LABEL N JOBS [cli|api]
+    bench/watch-bare.py LABEL N JOBS [cli|api|stdin]
 
 Follows `docker events` for containers labelled LABEL (KEY=VALUE) as they
 start and runs `true` in each, JOBS at a time, as the watch runs its
 inspections: with `cli` (the default) as `docker exec CTR true`; with `api`
 through the Engine API on /var/run/docker.sock as the watch now execs
 (create, start attached, inspect: outside/engine_api.rs), so the engine's
-exec cost is shown both with and without the CLI's own. Prints JSON: each
+exec cost is shown both with and without the CLI's own; with `stdin` the
+same API exec of `cat` with its stdin attached, 411 bytes written and
+closed as the watch gives the probe its key (a stand-in of a key's size,
+no key): what attaching stdin costs the engine. Prints JSON: each
 container's latency in ms from its start event (the engine's timeNano) to
 the exec's end, once N have been done.
 """
@@ -22,6 +25,9 @@ import threading
 import time
 
 SOCKET = "/var/run/docker.sock"
+# What stands for the key on stdin: a PEM-shaped block of an Ed25519
+# OpenSSH key's size, no key in it.
+KEY_SIZED = (b"-----BEGIN OPENSSH PRIVATE KEY-----\n" + b"A" * 70 + b"\n") * 4 + b"x" * 11
 
 
 def api(method, path, body=None, upgrade=False):
@@ -58,11 +64,15 @@ def read_to_end(s, got=b""):
     return got
 
 
-def api_exec_true(cid):
+def api_exec_true(cid, stdin=None):
+    cmd = ["true"] if stdin is None else ["cat"]
     ex = api("POST", f"/containers/{cid}/exec",
-             {"Cmd": ["true"], "AttachStdout": True, "AttachStderr": True})
+             {"Cmd": cmd, "AttachStdin": stdin is not None,
+              "AttachStdout": True, "AttachStderr": True})
     s = api("POST", f"/exec/{ex['Id']}/start", {"Detach": False, "Tty": False},
             upgrade=True)
+    if stdin is not None:
+        s.sendall(stdin)
     s.shutdown(socket.SHUT_WR)
     while s.recv(65536):
         pass
@@ -90,6 +100,8 @@ def main():
             cid, started_ns = item
             if mode == "api":
                 api_exec_true(cid)
+            elif mode == "stdin":
+                api_exec_true(cid, KEY_SIZED)
             else:
                 subprocess.run(["docker", "exec", cid, "true"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

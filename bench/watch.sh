@@ -22,9 +22,11 @@
 # probe's own run (run.duration_ms in the reports) and where the watch's
 # time went: the goal (issue 31) is that the inspection adds no more than
 # the probe's own run to the engine's exec cost.
-# AB_HOST=/other/build/selfprobe-host adds a fourth phase (`watchb`): that
+# AB_HOST=/other/build/selfprobe-host adds a phase (`watchb`): that
 # build's watch, in the same rounds, so two builds are compared under the
 # same load (a change's effect is smaller than the spread between runs).
+# BARE_STDIN=1 adds a bare phase (`stdin`): the API exec of `cat` with a
+# key-sized stdin written and closed, as the probe's exec has it.
 # Needs root, docker with dockerd answering, busybox-static, python3.
 # Every container it starts is removed at its end (by name).
 set -euo pipefail
@@ -141,10 +143,16 @@ PY
 
 # Each round runs the phases in another order (cli api watch, api watch
 # cli, watch cli api), so none always runs first on a rested machine.
-phases=(cli api watch)
-# AB_HOST: a second build's selfprobe-host as a fourth phase (`watchb`),
-# so two builds are compared within the same rounds, under the same load.
-[ -z "${AB_HOST:-}" ] || phases+=(watchb)
+bares=(cli api)
+# BARE_STDIN=1: the API exec of `cat` with a key-sized stdin as a phase
+# (`stdin`): what the engine's exec costs with stdin attached, as the
+# probe's has it.
+[ -z "${BARE_STDIN:-}" ] || bares+=(stdin)
+watches=(watch)
+# AB_HOST: a second build's selfprobe-host as a phase (`watchb`), so two
+# builds are compared within the same rounds, under the same load.
+[ -z "${AB_HOST:-}" ] || watches+=(watchb)
+phases=("${bares[@]}" "${watches[@]}")
 for r in $(seq 1 "$rounds"); do
     order=("${phases[@]}" "${phases[@]}")
     for phase in "${order[@]:$(( (r - 1) % ${#phases[@]} )):${#phases[@]}}"; do
@@ -156,12 +164,12 @@ for r in $(seq 1 "$rounds"); do
 done
 grep -ho "[0-9]* at a time" "$tmp/watch-1.log" | head -1 | sed 's/^/the watch ran /'
 
-python3 - "$tmp" "$n" "$jobs" "$rounds" "${phases[@]:2}" <<'PY'
+python3 - "$tmp" "$n" "$jobs" "$rounds" "${bares[*]}" "${watches[*]}" <<'PY'
 import json, statistics, sys
 from datetime import datetime, timezone
 from pathlib import Path
 tmp, n, jobs, rounds = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-watches = sys.argv[5:]
+bares, watches = sys.argv[5].split(), sys.argv[6].split()
 def q(v, p):
     v = sorted(v)
     return v[max(0, min(len(v) - 1, -(-len(v) * p // 100) - 1))]
@@ -212,12 +220,13 @@ def read_watch(w, r):
         got.append((e["latency_ms"], ran, rows))
     return got
 
-pool = {k: [] for k in ["cli", "api", *watches]}
+pool = {k: [] for k in [*bares, *watches]}
 bare = {"cli": "bare docker exec CTR true, from each start event",
-        "api": "bare exec of true through the Engine API"}
+        "api": "bare exec of true through the Engine API",
+        "stdin": "bare exec of cat through the Engine API, a key-sized stdin"}
 for r in range(1, rounds + 1):
     line = []
-    for k in ("cli", "api"):
+    for k in bares:
         v = json.load(open(tmp / f"{k}-{r}.json"))["latency_ms"]
         pool[k] += v
         line.append(f"bare {k} exec {q(v, 50):.0f} / {q(v, 95):.0f} ({len(v)})")
@@ -230,7 +239,7 @@ for r in range(1, rounds + 1):
     print(f"round {r}: median / p95 ms: " + ", ".join(line))
 b, a = pool["cli"], pool["api"]
 print(f"pooled over {rounds} rounds, {jobs} at a time (median / p95 ms):")
-for k in ("cli", "api"):
+for k in bares:
     print(f"  {bare[k]}: {q(pool[k], 50):.0f} / {q(pool[k], 95):.0f} ({len(pool[k])})")
 for w in watches:
     got = pool[w]

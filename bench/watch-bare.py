@@ -74,9 +74,7 @@ def api_exec_true(cid, stdin=None):
     if stdin is not None:
         s.sendall(stdin)
     s.shutdown(socket.SHUT_WR)
-    while s.recv(65536):
-        pass
-    s.close()
+    read_to_end(s)
     api("GET", f"/exec/{ex['Id']}/json")
 
 

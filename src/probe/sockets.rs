@@ -583,7 +583,7 @@ fn ask_the_silent_again(host: &Host, facts: &mut SocketFacts, deadline: Instant)
         let again: Vec<_> = facts
             .sockets
             .iter_mut()
-            .filter(|s| s.engine == "unknown" && silent_in_host_mount(s))
+            .filter(|s| silent_in_host_mount(s))
             .take(MAX_ASKED_AGAIN)
             .map(|s| {
                 let real = host.path(&s.path);
@@ -809,7 +809,8 @@ fn is_engine(p: &SocketProbe) -> bool {
 /// (/tmp, /run, the homes) stays nobody's engine unless it answers: every
 /// desktop session has silent sockets there.
 fn silent_in_host_mount(s: &SocketProbe) -> bool {
-    s.origin.starts_with("host-mount:")
+    s.engine == "unknown"
+        && s.origin.starts_with("host-mount:")
         && s.outcome == SocketAnswer::NoAnswer
         && s.answer.as_ref().is_some_and(|a| a.silent)
 }
@@ -817,7 +818,7 @@ fn silent_in_host_mount(s: &SocketProbe) -> bool {
 pub fn evaluate(f: &SocketFacts) -> Vec<Finding> {
     let mut out = Vec::new();
     for s in &f.sockets {
-        if !is_engine(s) && silent_in_host_mount(s) {
+        if silent_in_host_mount(s) {
             out.push(
                 Finding::new(
                     Code::ProbeIncomplete,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The baseline of bench/watch.sh: the least a watch can do per container.
 
-    bench/watch-bare.py LABEL N JOBS [cli|api|stdin]
+    bench/watch-bare.py LABEL N JOBS [cli|api|stdin|stdinhead|stdinnoerr]
 
 Follows `docker events` for containers labelled LABEL (KEY=VALUE) as they
 start and runs `true` in each, JOBS at a time, as the watch runs its
@@ -9,9 +9,11 @@ inspections: with `cli` (the default) as `docker exec CTR true`; with `api`
 through the Engine API on /var/run/docker.sock as the watch now execs
 (create, start attached, inspect: outside/engine_api.rs), so the engine's
 exec cost is shown both with and without the CLI's own; with `stdin` the
-same API exec of `cat` with its stdin attached, 411 bytes written and
+same API exec of `cat` with its stdin attached, 439 bytes written and
 closed as the watch gives the probe its key (a stand-in of a key's size,
-no key): what attaching stdin costs the engine. Prints JSON: each
+no key): what attaching stdin costs the engine; `stdinhead` execs `head -c
+439` instead (it ends once it has the bytes, not waiting for stdin's end
+of file), `stdinnoerr` is `stdin` without stderr attached. Prints JSON: each
 container's latency in ms from its start event (the engine's timeNano) to
 the exec's end, once N have been done.
 """
@@ -64,11 +66,11 @@ def read_to_end(s, got=b""):
     return got
 
 
-def api_exec_true(cid, stdin=None):
-    cmd = ["true"] if stdin is None else ["cat"]
+def api_exec_true(cid, stdin=None, cmd=None, stderr=True):
+    cmd = cmd or (["true"] if stdin is None else ["cat"])
     ex = api("POST", f"/containers/{cid}/exec",
              {"Cmd": cmd, "AttachStdin": stdin is not None,
-              "AttachStdout": True, "AttachStderr": True})
+              "AttachStdout": True, "AttachStderr": stderr})
     s = api("POST", f"/exec/{ex['Id']}/start", {"Detach": False, "Tty": False},
             upgrade=True)
     if stdin is not None:
@@ -100,6 +102,10 @@ def main():
                 api_exec_true(cid)
             elif mode == "stdin":
                 api_exec_true(cid, KEY_SIZED)
+            elif mode == "stdinnoerr":
+                api_exec_true(cid, KEY_SIZED, stderr=False)
+            elif mode == "stdinhead":
+                api_exec_true(cid, KEY_SIZED, ["head", "-c", str(len(KEY_SIZED))])
             else:
                 subprocess.run(["docker", "exec", cid, "true"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

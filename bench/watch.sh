@@ -27,6 +27,9 @@
 # same load (a change's effect is smaller than the spread between runs).
 # BARE_STDIN=1 adds a bare phase (`stdin`): the API exec of `cat` with a
 # key-sized stdin written and closed, as the probe's exec has it.
+# BARE_EXTRA="stdinhead stdinnoerr" adds those modes of bench/watch-bare.py
+# as bare phases too (what part of stdin's cost is its end of file, and
+# whether leaving stderr out pays it back).
 # Needs root, docker with dockerd answering, busybox-static, python3.
 # Every container it starts is removed at its end (by name).
 set -euo pipefail
@@ -148,6 +151,8 @@ bares=(cli api)
 # (`stdin`): what the engine's exec costs with stdin attached, as the
 # probe's has it.
 [ -z "${BARE_STDIN:-}" ] || bares+=(stdin)
+# shellcheck disable=SC2206
+bares+=(${BARE_EXTRA:-})
 watches=(watch)
 # AB_HOST: a second build's selfprobe-host as a phase (`watchb`), so two
 # builds are compared within the same rounds, under the same load.
@@ -223,7 +228,9 @@ def read_watch(w, r):
 pool = {k: [] for k in [*bares, *watches]}
 bare = {"cli": "bare docker exec CTR true, from each start event",
         "api": "bare exec of true through the Engine API",
-        "stdin": "bare exec of cat through the Engine API, a key-sized stdin"}
+        "stdin": "bare exec of cat through the Engine API, a key-sized stdin",
+        "stdinhead": "bare exec of head -c 439 (ends without waiting for stdin's end), a key-sized stdin",
+        "stdinnoerr": "bare exec of cat with a key-sized stdin, stderr not attached"}
 for r in range(1, rounds + 1):
     line = []
     for k in bares:

@@ -439,7 +439,16 @@ impl Drop for Cleanup<'_> {
         let names = self.names.lock().unwrap().clone();
         for chunk in names.chunks(16) {
             let mut c = self.target.cli();
-            c.args(["rm", "-f", "-v"]).args(chunk);
+            c.args(["rm", "-f", "-v"]);
+            if self.target.kind != Kind::Docker {
+                // podman 4.3 stops at the first name it does not know
+                // (one the test removed already), exit 0, leaving the rest
+                // of the slice: every watch test left its 10 unlabelled
+                // containers behind, their overlays mounted on the host.
+                // -t 0: a sleeper as PID 1 ignores the SIGTERM anyway.
+                c.args(["-i", "-t", "0"]);
+            }
+            c.args(chunk);
             c.stdout(Stdio::null()).stderr(Stdio::null());
             let _ = run_bounded(c, Duration::from_secs(120), None);
         }

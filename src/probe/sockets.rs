@@ -472,8 +472,8 @@ fn named_candidates(
 /// its deadline still reports what it had found: the sockets named by the
 /// catalog and the environment; the sockets under host mounts; the places
 /// sockets live (`socket_places`). Walks stop at two thirds of the time
-/// left, so what they find can still be asked; whatever is not reached is
-/// named (`not_reached`).
+/// left, each at its share of it, so what they find can still be asked;
+/// whatever is not reached is named (`not_reached`).
 pub fn collect(
     host: &Host,
     mounts: Option<&MountFacts>,
@@ -508,7 +508,20 @@ pub fn collect(
         })
         .map(|e| e.mount.mount_point.clone())
         .collect();
+    let places = socket_places(host, homes);
+    // Each walk stops at its share of the walk time still left (what one
+    // does not use goes to those after it), so a large mount early in the
+    // table (a sandbox's /usr, on a loaded machine) cannot leave a small
+    // one after it (the engine's socket directory bound in) unwalked.
+    let mut walks_left = walks.len() + places.len();
+    let mut next_share = || {
+        let now = Instant::now();
+        let n = u32::try_from(walks_left.max(1)).unwrap_or(u32::MAX);
+        walks_left = walks_left.saturating_sub(1);
+        now + walk_deadline.saturating_duration_since(now) / n
+    };
     for mp in walks {
+        let share = next_share();
         if Instant::now() > walk_deadline {
             facts
                 .not_reached
@@ -521,7 +534,7 @@ pub fn collect(
             &mp,
             (WALK_DEPTH - 1, false),
             &origin,
-            (walk_deadline, deadline),
+            (share, deadline),
             &mut facts,
         );
         if w.truncated {
@@ -532,7 +545,8 @@ pub fn collect(
     }
 
     let mut searched_dirs = BTreeSet::new();
-    for (place, depth) in socket_places(host, homes) {
+    for (place, depth) in places {
+        let share = next_share();
         // /var/run is usually a link to /run: a root that is a link is
         // followed by the walk, and the same directory is searched once.
         let Ok(meta) = std::fs::metadata(host.path(&place)) else {
@@ -556,7 +570,7 @@ pub fn collect(
             &place,
             (depth, true),
             &origin,
-            (walk_deadline, deadline),
+            (share, deadline),
             &mut facts,
         );
         facts.searched.push(w);
@@ -578,7 +592,12 @@ fn ask_the_silent_again(host: &Host, facts: &mut SocketFacts, deadline: Instant)
     if left < Duration::from_millis(100) {
         return;
     }
-    let wait = VERSION_TIMEOUT.min(left);
+    // A fifth of what is left stays for joining the threads and putting
+    // their answers in place: asked up to the deadline itself, a loaded
+    // machine cut the probe before a slow engine's answer was kept (seen
+    // in a full test run: the engine answered, the report said silent).
+    let wait = VERSION_TIMEOUT.min(left.mul_f32(0.8));
+    let deadline = Instant::now() + wait;
     std::thread::scope(|scope| {
         let again: Vec<_> = facts
             .sockets

@@ -312,12 +312,32 @@ const SEARCH_PING_TIMEOUT: Duration = Duration::from_millis(300);
 /// Silent sockets in host mounts asked a second time, at once.
 const MAX_ASKED_AGAIN: usize = 8;
 
+/// Sockets asked at once: a silent one costs its whole wait, so asked one
+/// after another, a directory of sockets that accept and never answer (a
+/// workspace can make them) used up the time of every mount after it, and
+/// an engine's socket bound in after it was never reached.
+const ASKED_AT_ONCE: usize = 8;
+
 /// Connects to each candidate (once per socket: `seen` holds their device
-/// and inode) and records the answer, until the deadline; the candidates
-/// not reached by then are named in `not_reached`.
-fn probe_all(host: &Host, cands: Vec<Candidate>, deadline: Instant, facts: &mut SocketFacts) {
+/// and inode) and records the answer, ASKED_AT_ONCE at a time, in the
+/// candidates' order: a batch starts only before `start_until`, each ask
+/// ends by `deadline`; the candidates not reached are named in
+/// `not_reached`.
+fn probe_all(
+    host: &Host,
+    cands: Vec<Candidate>,
+    (start_until, deadline): (Instant, Instant),
+    facts: &mut SocketFacts,
+) {
+    /// A candidate's place in the list: settled without asking (not a
+    /// socket, or not reached), or to be asked with its wait.
+    enum Slot {
+        Settled(Option<SocketProbe>, Option<String>),
+        Ask(Candidate, PathBuf, Duration),
+    }
     facts.tried += cands.len();
     let mut asked = 0usize;
+    let mut slots = Vec::new();
     for c in cands {
         let real = host.path(&c.path);
         let Ok(meta) = std::fs::metadata(&real) else {
@@ -331,28 +351,22 @@ fn probe_all(host: &Host, cands: Vec<Candidate>, deadline: Instant, facts: &mut 
             continue;
         }
         if !meta.file_type().is_socket() {
-            facts.sockets.push(SocketProbe {
+            let p = SocketProbe {
                 path: c.path.to_string_lossy().into_owned(),
                 engine: c.engine,
                 api: c.api,
                 origin: c.origin,
                 outcome: SocketAnswer::NotSocket,
                 answer: None,
-            });
-            continue;
-        }
-        if Instant::now() > deadline {
-            facts
-                .not_reached
-                .push(c.path.to_string_lossy().into_owned());
+            };
+            slots.push(Slot::Settled(Some(p), None));
             continue;
         }
         let searched = c.origin.starts_with("search:") && c.engine == "unknown";
         if searched {
             if asked >= MAX_SEARCHED {
-                facts
-                    .not_reached
-                    .push(c.path.to_string_lossy().into_owned());
+                let p = c.path.to_string_lossy().into_owned();
+                slots.push(Slot::Settled(None, Some(p)));
                 continue;
             }
             asked += 1;
@@ -362,19 +376,86 @@ fn probe_all(host: &Host, cands: Vec<Candidate>, deadline: Instant, facts: &mut 
         } else {
             PING_TIMEOUT
         };
-        let (outcome, answer) = probe_socket(&real, c.api, ping, deadline);
-        let engine = match (&answer, c.engine.as_str()) {
-            (Some(a), "unknown") if outcome == SocketAnswer::Answered => answered_as(a),
-            _ => c.engine,
-        };
-        facts.sockets.push(SocketProbe {
-            path: c.path.to_string_lossy().into_owned(),
-            engine,
-            api: c.api,
-            origin: c.origin,
-            outcome,
-            answer,
-        });
+        slots.push(Slot::Ask(c, real, ping));
+    }
+    let mut slots = slots.into_iter().peekable();
+    while slots.peek().is_some() {
+        // The next few to ask, with what is settled among them.
+        let mut batch = Vec::new();
+        let mut to_ask = 0;
+        while to_ask < ASKED_AT_ONCE {
+            let Some(slot) = slots.next() else { break };
+            if matches!(slot, Slot::Ask(..)) {
+                to_ask += 1;
+            }
+            batch.push(slot);
+        }
+        let late = Instant::now() > start_until.min(deadline);
+        // Each asked on a thread of its own, or here: one alone, and one
+        // whose thread cannot start.
+        enum Asking<H, T> {
+            Thread(H),
+            Here(Option<T>),
+        }
+        let answers: Vec<Option<(SocketAnswer, Option<EngineAnswer>)>> =
+            std::thread::scope(|scope| {
+                let asking: Vec<_> = batch
+                    .iter()
+                    .map(|slot| match slot {
+                        Slot::Ask(c, real, ping) if !late => {
+                            let (api, ping) = (c.api, *ping);
+                            let ask = move || probe_socket(real, api, ping, deadline);
+                            if to_ask == 1 {
+                                return Asking::Here(Some(ask()));
+                            }
+                            match std::thread::Builder::new()
+                                .name("sockets-ask".into())
+                                .spawn_scoped(scope, ask)
+                            {
+                                Ok(h) => Asking::Thread(h),
+                                Err(_) => Asking::Here(Some(ask())),
+                            }
+                        }
+                        _ => Asking::Here(None),
+                    })
+                    .collect();
+                asking
+                    .into_iter()
+                    .map(|a| match a {
+                        Asking::Thread(h) => h.join().ok(),
+                        Asking::Here(answered) => answered,
+                    })
+                    .collect()
+            });
+        for (slot, answer) in batch.into_iter().zip(answers) {
+            match (slot, answer) {
+                (Slot::Settled(p, not), _) => {
+                    facts.sockets.extend(p);
+                    facts.not_reached.extend(not);
+                }
+                (Slot::Ask(c, _, _), Some((outcome, answer))) => {
+                    let engine = match (&answer, c.engine.as_str()) {
+                        (Some(a), "unknown") if outcome == SocketAnswer::Answered => answered_as(a),
+                        _ => c.engine,
+                    };
+                    facts.sockets.push(SocketProbe {
+                        path: c.path.to_string_lossy().into_owned(),
+                        engine,
+                        api: c.api,
+                        origin: c.origin,
+                        outcome,
+                        answer,
+                    });
+                }
+                // Not asked: the deadline had passed (or its thread
+                // ended without an answer).
+                (Slot::Ask(c, _, _), None) => {
+                    facts
+                        .not_reached
+                        .push(c.path.to_string_lossy().into_owned());
+                }
+            }
+        }
     }
 }
 
@@ -483,7 +564,7 @@ pub fn collect(
 ) -> SocketFacts {
     let mut facts = SocketFacts::default();
     let named = named_candidates(host, mounts, &mut facts);
-    probe_all(host, named, deadline, &mut facts);
+    probe_all(host, named, (deadline, deadline), &mut facts);
     keep(&facts);
 
     let left = deadline.saturating_duration_since(Instant::now());
@@ -632,8 +713,8 @@ fn ask_the_silent_again(host: &Host, facts: &mut SocketFacts, deadline: Instant)
 }
 
 /// One root searched for sockets (`how`: the depth, and whether it is one
-/// of the places sockets live) until the first deadline, and what it found
-/// asked until the second; the walk's record.
+/// of the places sockets live) until the first deadline (its share), and
+/// what it found asked, each ask ending by the second; the walk's record.
 fn search_one(
     host: &Host,
     root: &Path,
@@ -644,7 +725,21 @@ fn search_one(
 ) -> SocketWalk {
     let mut found = Vec::new();
     let (complete, entries) = walk_for_sockets(host, root, how.0, how.1, walk_deadline, &mut found);
-    probe_all(host, found_candidates(found, origin), deadline, facts);
+    // What the walk found is asked while the root's share lasts, and for at
+    // least one wait: a root full of silent sockets costs about one wait,
+    // not the time of the roots after it.
+    let wait = if how.1 {
+        SEARCH_PING_TIMEOUT
+    } else {
+        PING_TIMEOUT
+    };
+    let start_until = walk_deadline.max(Instant::now() + wait);
+    probe_all(
+        host,
+        found_candidates(found, origin),
+        (start_until, deadline),
+        facts,
+    );
     SocketWalk {
         mount_point: root.to_string_lossy().into_owned(),
         entries,

@@ -525,6 +525,57 @@ fn an_engine_outside_the_catalog_is_found_where_sockets_live() {
     assert!(!asked.contains(&"/run/systemd/private"), "{asked:?}");
 }
 
+/// A host mount full of sockets that accept and never answer (a workspace
+/// can make them in its own bind), first in the mount table, costs about
+/// one wait: an engine's socket bound in after it is still reached and
+/// reported, not lost to `sockets:not-reached`. Asked one after another
+/// (a second each), twelve silent sockets used up the whole probe.
+#[test]
+fn silent_sockets_in_one_mount_do_not_hide_an_engine_in_the_next() {
+    let mut mi = data("plain.mountinfo");
+    mi.push_str("101 80 254:0 /ws /srv/a rw,relatime - ext4 /dev/vda rw\n");
+    mi.push_str("102 80 254:0 /eng /srv/b rw,relatime - ext4 /dev/vda rw\n");
+    let f = Fixture::container("silentfirst", &mi, &data("plain.status"));
+    f.dir("srv/a");
+    f.dir("srv/b");
+    for i in 0..12 {
+        serve(
+            UnixListener::bind(f.path(&format!("srv/a/s{i:02}.sock"))).unwrap(),
+            None,
+            Duration::from_secs(20),
+        );
+    }
+    serve(
+        UnixListener::bind(f.path("srv/b/api.sock")).unwrap(),
+        Some(r#"{"Version":"99.1"}"#),
+        Duration::from_secs(20),
+    );
+    let started = Instant::now();
+    let r = f.run(&[]);
+    let e = r.find("engine.socket-reachable", "/srv/b/api.sock");
+    assert_eq!(e["evidence"]["origin"], "host-mount:/srv/b", "{e:#}");
+    assert_eq!(e["evidence"]["answer"]["version"], "99.1", "{e:#}");
+    // The silent ones are unknown, never an engine and never nothing:
+    // those asked (a batch, in the walk's order) each named, the others
+    // among what was not reached.
+    let not_reached = r.json["inventory"]["sockets"]["not_reached"].to_string();
+    let mut named = 0;
+    for i in 0..12 {
+        let p = format!("/srv/a/s{i:02}.sock");
+        assert!(!r.has("engine.socket-reachable", &p));
+        if r.has("probe.incomplete", &format!("sockets:{p}")) {
+            let u = r.find("probe.incomplete", &format!("sockets:{p}"));
+            assert_eq!(u["status"], "unknown", "{u:#}");
+            named += 1;
+        } else {
+            assert!(not_reached.contains(&p), "{p}: {not_reached}");
+        }
+    }
+    assert!(named >= 8, "{named} named: {:#?}", r.pairs());
+    assert!(r.has("probe.incomplete", "sockets:not-reached"));
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
 /// Issue 29: a sockets probe that runs out of time keeps what it found
 /// (the catalog's sockets are asked first) and says what it did not reach.
 #[test]

@@ -98,9 +98,15 @@ pub struct SocketFacts {
     /// with the entries each took.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub searched: Vec<SocketWalk>,
-    /// Sockets, host mounts and places the probe's deadline came before.
+    /// Sockets, host mounts and places the probe's time ran out before
+    /// (its deadline, or their root's share of it): the first
+    /// MAX_NOT_REACHED, the others counted in `not_reached_more`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_reached: Vec<String>,
+    /// How many more were not reached than `not_reached` lists: a
+    /// workspace can make sockets by the thousand.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub not_reached_more: usize,
     /// Paths looked at for a socket (the catalog's, the environment's,
     /// those in host mounts), there or not: what "none answered" rests on.
     #[serde(skip)]
@@ -108,6 +114,24 @@ pub struct SocketFacts {
     /// The sockets asked, by device and inode: each once.
     #[serde(skip)]
     pub seen: BTreeSet<(u64, u64)>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Paths listed in `not_reached` at most.
+const MAX_NOT_REACHED: usize = 200;
+
+impl SocketFacts {
+    /// Names what the probe's time ran out before, up to MAX_NOT_REACHED.
+    fn not_reach(&mut self, what: String) {
+        if self.not_reached.len() < MAX_NOT_REACHED {
+            self.not_reached.push(what);
+        } else {
+            self.not_reached_more += 1;
+        }
+    }
 }
 
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
@@ -431,7 +455,9 @@ fn probe_all(
             match (slot, answer) {
                 (Slot::Settled(p, not), _) => {
                     facts.sockets.extend(p);
-                    facts.not_reached.extend(not);
+                    if let Some(not) = not {
+                        facts.not_reach(not);
+                    }
                 }
                 (Slot::Ask(c, _, _), Some((outcome, answer))) => {
                     let engine = match (&answer, c.engine.as_str()) {
@@ -450,9 +476,7 @@ fn probe_all(
                 // Not asked: the deadline had passed (or its thread
                 // ended without an answer).
                 (Slot::Ask(c, _, _), None) => {
-                    facts
-                        .not_reached
-                        .push(c.path.to_string_lossy().into_owned());
+                    facts.not_reach(c.path.to_string_lossy().into_owned());
                 }
             }
         }
@@ -604,9 +628,7 @@ pub fn collect(
     for mp in walks {
         let share = next_share();
         if Instant::now() > walk_deadline {
-            facts
-                .not_reached
-                .push(format!("the host mount {}", mp.display()));
+            facts.not_reach(format!("the host mount {}", mp.display()));
             continue;
         }
         let origin = format!("host-mount:{}", mp.display());
@@ -642,7 +664,7 @@ pub fn collect(
             continue;
         }
         if Instant::now() > walk_deadline {
-            facts.not_reached.push(place.to_string_lossy().into_owned());
+            facts.not_reach(place.to_string_lossy().into_owned());
             continue;
         }
         let origin = format!("search:{}", place.display());
@@ -725,15 +747,18 @@ fn search_one(
 ) -> SocketWalk {
     let mut found = Vec::new();
     let (complete, entries) = walk_for_sockets(host, root, how.0, how.1, walk_deadline, &mut found);
-    // What the walk found is asked while the root's share lasts, and for at
-    // least one wait: a root full of silent sockets costs about one wait,
-    // not the time of the roots after it.
-    let wait = if how.1 {
-        SEARCH_PING_TIMEOUT
+    // What a host mount's walk found is asked while the root's share lasts,
+    // and for at least one wait: a mount full of silent sockets costs about
+    // one wait, not the time of the roots after it. The places search asks
+    // until the deadline: at most MAX_SEARCHED sockets, a short wait each,
+    // and an engine's socket among many in /tmp must not be cut by a share
+    // made small by a host's many mounts (a sandbox over the machine's root
+    // during a test run lost its engine so).
+    let start_until = if how.1 {
+        deadline
     } else {
-        PING_TIMEOUT
+        walk_deadline.max(Instant::now() + PING_TIMEOUT)
     };
-    let start_until = walk_deadline.max(Instant::now() + wait);
     probe_all(
         host,
         found_candidates(found, origin),
@@ -1027,14 +1052,14 @@ pub fn evaluate(f: &SocketFacts) -> Vec<Finding> {
         );
     }
     if !f.not_reached.is_empty() {
-        let n = f.not_reached.len();
+        let n = f.not_reached.len() + f.not_reached_more;
         let shown: Vec<&str> = f.not_reached.iter().take(10).map(String::as_str).collect();
         out.push(
             Finding::new(
                 Code::ProbeIncomplete,
                 "sockets:not-reached",
                 format!(
-                    "the probe's deadline came before {n} socket(s) or place(s) were looked at: {}{}; the sockets found before are reported",
+                    "the probe's time (its deadline, or a mount's share of it) ran out before {n} socket(s) or place(s) were looked at: {}{}; the sockets found before are reported",
                     shown.join(", "),
                     if n > shown.len() { ", …" } else { "" }
                 ),

@@ -353,10 +353,11 @@ fn probe_all(
     (start_until, deadline): (Instant, Instant),
     facts: &mut SocketFacts,
 ) {
-    /// A candidate's place in the list: settled without asking (not a
-    /// socket, or not reached), or to be asked with its wait.
+    /// A candidate's place in the list: settled without asking, or to be
+    /// asked with its wait.
     enum Slot {
-        Settled(Option<SocketProbe>, Option<String>),
+        NotSocket(SocketProbe),
+        NotReached(String),
         Ask(Candidate, PathBuf, Duration),
     }
     facts.tried += cands.len();
@@ -375,22 +376,20 @@ fn probe_all(
             continue;
         }
         if !meta.file_type().is_socket() {
-            let p = SocketProbe {
+            slots.push(Slot::NotSocket(SocketProbe {
                 path: c.path.to_string_lossy().into_owned(),
                 engine: c.engine,
                 api: c.api,
                 origin: c.origin,
                 outcome: SocketAnswer::NotSocket,
                 answer: None,
-            };
-            slots.push(Slot::Settled(Some(p), None));
+            }));
             continue;
         }
         let searched = c.origin.starts_with("search:") && c.engine == "unknown";
         if searched {
             if asked >= MAX_SEARCHED {
-                let p = c.path.to_string_lossy().into_owned();
-                slots.push(Slot::Settled(None, Some(p)));
+                slots.push(Slot::NotReached(c.path.to_string_lossy().into_owned()));
                 continue;
             }
             asked += 1;
@@ -406,81 +405,88 @@ fn probe_all(
     while slots.peek().is_some() {
         // The next few to ask, with what is settled among them.
         let mut batch = Vec::new();
-        let mut to_ask = 0;
-        while to_ask < ASKED_AT_ONCE {
+        let mut to_ask = Vec::new();
+        while to_ask.len() < ASKED_AT_ONCE {
             let Some(slot) = slots.next() else { break };
-            if matches!(slot, Slot::Ask(..)) {
-                to_ask += 1;
+            if let Slot::Ask(c, real, ping) = &slot {
+                to_ask.push((real.clone(), c.api, *ping));
             }
             batch.push(slot);
         }
-        let late = Instant::now() > start_until.min(deadline);
-        // Each asked on a thread of its own, or here: one alone, and one
-        // whose thread cannot start.
-        enum Asking<H, T> {
-            Thread(H),
-            Here(Option<T>),
+        let mut answers = if Instant::now() > start_until.min(deadline) {
+            Vec::new()
+        } else {
+            ask_at_once(&to_ask, deadline)
         }
-        let answers: Vec<Option<(SocketAnswer, Option<EngineAnswer>)>> =
-            std::thread::scope(|scope| {
-                let asking: Vec<_> = batch
-                    .iter()
-                    .map(|slot| match slot {
-                        Slot::Ask(c, real, ping) if !late => {
-                            let (api, ping) = (c.api, *ping);
-                            let ask = move || probe_socket(real, api, ping, deadline);
-                            if to_ask == 1 {
-                                return Asking::Here(Some(ask()));
+        .into_iter();
+        for slot in batch {
+            match slot {
+                Slot::NotSocket(p) => facts.sockets.push(p),
+                Slot::NotReached(p) => facts.not_reach(p),
+                Slot::Ask(c, _, _) => match answers.next().flatten() {
+                    Some((outcome, answer)) => {
+                        let engine = match (&answer, c.engine.as_str()) {
+                            (Some(a), "unknown") if outcome == SocketAnswer::Answered => {
+                                answered_as(a)
                             }
-                            match std::thread::Builder::new()
-                                .name("sockets-ask".into())
-                                .spawn_scoped(scope, ask)
-                            {
-                                Ok(h) => Asking::Thread(h),
-                                Err(_) => Asking::Here(Some(ask())),
-                            }
-                        }
-                        _ => Asking::Here(None),
-                    })
-                    .collect();
-                asking
-                    .into_iter()
-                    .map(|a| match a {
-                        Asking::Thread(h) => h.join().ok(),
-                        Asking::Here(answered) => answered,
-                    })
-                    .collect()
-            });
-        for (slot, answer) in batch.into_iter().zip(answers) {
-            match (slot, answer) {
-                (Slot::Settled(p, not), _) => {
-                    facts.sockets.extend(p);
-                    if let Some(not) = not {
-                        facts.not_reach(not);
+                            _ => c.engine,
+                        };
+                        facts.sockets.push(SocketProbe {
+                            path: c.path.to_string_lossy().into_owned(),
+                            engine,
+                            api: c.api,
+                            origin: c.origin,
+                            outcome,
+                            answer,
+                        });
                     }
-                }
-                (Slot::Ask(c, _, _), Some((outcome, answer))) => {
-                    let engine = match (&answer, c.engine.as_str()) {
-                        (Some(a), "unknown") if outcome == SocketAnswer::Answered => answered_as(a),
-                        _ => c.engine,
-                    };
-                    facts.sockets.push(SocketProbe {
-                        path: c.path.to_string_lossy().into_owned(),
-                        engine,
-                        api: c.api,
-                        origin: c.origin,
-                        outcome,
-                        answer,
-                    });
-                }
-                // Not asked: the deadline had passed (or its thread
-                // ended without an answer).
-                (Slot::Ask(c, _, _), None) => {
-                    facts.not_reach(c.path.to_string_lossy().into_owned());
-                }
+                    // Not asked: the time had run out (or its thread ended
+                    // without an answer).
+                    None => facts.not_reach(c.path.to_string_lossy().into_owned()),
+                },
             }
         }
     }
+}
+
+/// Asks each socket (its path, API and wait) at once, each on a thread of
+/// its own (one alone, or one whose thread cannot start, here), every ask
+/// ending by `deadline`; the answers in the same order, None where a thread
+/// ended without one.
+fn ask_at_once(
+    asks: &[(PathBuf, SocketApi, Duration)],
+    deadline: Instant,
+) -> Vec<Option<(SocketAnswer, Option<EngineAnswer>)>> {
+    enum Asking<H, T> {
+        Thread(H),
+        Here(T),
+    }
+    std::thread::scope(|scope| {
+        let asking: Vec<_> = asks
+            .iter()
+            .map(|(real, api, wait)| {
+                let (api, wait) = (*api, *wait);
+                let ask = move || probe_socket(real, api, wait, deadline);
+                if asks.len() == 1 {
+                    return Asking::Here(ask());
+                }
+                match std::thread::Builder::new()
+                    .name("sockets-ask".into())
+                    .spawn_scoped(scope, ask)
+                {
+                    Ok(h) => Asking::Thread(h),
+                    Err(_) => Asking::Here(ask()),
+                }
+            })
+            .collect();
+        asking
+            .into_iter()
+            .map(|a| match a {
+                Asking::Thread(h) => h.join().ok(),
+                Asking::Here(answered) => Some(answered),
+            })
+            .collect()
+    })
 }
 
 /// The engine a socket of no engine's name is, by what it answered.
@@ -701,37 +707,31 @@ fn ask_the_silent_again(host: &Host, facts: &mut SocketFacts, deadline: Instant)
     // in a full test run: the engine answered, the report said silent).
     let wait = VERSION_TIMEOUT.min(left.mul_f32(0.8));
     let deadline = Instant::now() + wait;
-    std::thread::scope(|scope| {
-        let again: Vec<_> = facts
-            .sockets
-            .iter_mut()
-            .filter(|s| silent_in_host_mount(s))
-            .take(MAX_ASKED_AGAIN)
-            .map(|s| {
-                let real = host.path(&s.path);
-                let api = s.api;
-                let asked = std::thread::Builder::new()
-                    .name("sockets-again".into())
-                    .spawn_scoped(scope, move || probe_socket(&real, api, wait, deadline));
-                (s, asked)
-            })
-            .collect();
-        for (s, asked) in again {
-            // A thread that could not start, or ended without an answer,
-            // leaves the socket as silent as it was.
-            let Some((outcome, answer)) = asked.ok().and_then(|h| h.join().ok()) else {
-                continue;
-            };
-            if let Some(a) = answer
-                .as_ref()
-                .filter(|_| outcome == SocketAnswer::Answered)
-            {
-                s.engine = answered_as(a);
-            }
-            s.outcome = outcome;
-            s.answer = answer;
+    let again: Vec<&mut SocketProbe> = facts
+        .sockets
+        .iter_mut()
+        .filter(|s| silent_in_host_mount(s))
+        .take(MAX_ASKED_AGAIN)
+        .collect();
+    let asks: Vec<_> = again
+        .iter()
+        .map(|s| (host.path(&s.path), s.api, wait))
+        .collect();
+    for (s, answered) in again.into_iter().zip(ask_at_once(&asks, deadline)) {
+        // A thread that ended without an answer leaves the socket as
+        // silent as it was.
+        let Some((outcome, answer)) = answered else {
+            continue;
+        };
+        if let Some(a) = answer
+            .as_ref()
+            .filter(|_| outcome == SocketAnswer::Answered)
+        {
+            s.engine = answered_as(a);
         }
-    });
+        s.outcome = outcome;
+        s.answer = answer;
+    }
 }
 
 /// One root searched for sockets (`how`: the depth, and whether it is one

@@ -131,8 +131,8 @@ pub fn run(args: RunArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Result<Exit, F
         )),
     };
     if let Some(keys::KeySource::Fd(n)) = cfg.key_source {
-        // Read to its end and closed (n > 2) by then; its number is free
-        // for a descriptor of selfprobe's own.
+        // Read to its end and closed (n > 2) before the report is written;
+        // its number is then free for a descriptor of selfprobe's own.
         inherited.forget(n);
     }
     let gated = Gated {
@@ -223,13 +223,44 @@ fn probe_and_report(
     env_key: Option<Zeroizing<Vec<u8>>>,
     gated: Option<&Gated>,
 ) -> Result<(Exit, Option<After>), Failure> {
-    // The key is loaded (and a bad one refused) before anything is probed.
+    // The signal thread first: the key's reader (below) inherits the mask.
+    let (cleanup, outputs, signals) = cleanup_on_signal()?;
+    // A key from a file or the environment is loaded (and a bad one
+    // refused) before anything is probed; one on a descriptor is checked
+    // now and read while the probes run (keys::load_while_probing says
+    // why), and a bad one refused once they are done, before anything is
+    // written.
     let signs = cfg.attest.is_some() || cfg.sshsig.is_some();
-    let signer = if signs {
-        Some(signer(&cfg, env_key)?)
+    let loading = if signs {
+        let l =
+            keys::load_while_probing(cfg.key_source.as_ref(), env_key).map_err(Failure::usage)?;
+        Some(match l {
+            keys::Loading::Loaded(None) => {
+                keys::Loading::Loaded(Some(keys::Signer::ephemeral().map_err(Failure::usage)?))
+            }
+            l => l,
+        })
     } else {
         drop(env_key);
         None
+    };
+    if let Some(keys::Loading::Loaded(Some(s))) = &loading {
+        if s.is_ephemeral() {
+            warn(&format!(
+                "signing with an ephemeral key (keyid {}): the signature shows the report was not changed after signing, not who made it; pass --sign-key or --sign-key-fd for a key a verifier trusts",
+                s.keyid()
+            ));
+        }
+    }
+    let format = cfg.format;
+    let verbose = cfg.verbose;
+    let output = cfg.output.clone();
+    let attest_path = cfg.attest.clone();
+    let sshsig_path = cfg.sshsig.clone();
+    let mut report = crate::run::execute(cfg, cleanup.clone());
+    let signer = match loading {
+        Some(l) => l.finish().map_err(Failure::usage)?,
+        None => None,
     };
     if gated.is_some_and(|g| g.stdin_was_key) {
         gate::stdin_from_null().map_err(|e| {
@@ -238,19 +269,6 @@ fn probe_and_report(
             ))
         })?;
     }
-    if let Some(s) = signer.as_ref().filter(|s| s.is_ephemeral()) {
-        warn(&format!(
-            "signing with an ephemeral key (keyid {}): the signature shows the report was not changed after signing, not who made it; pass --sign-key or --sign-key-fd for a key a verifier trusts",
-            s.keyid()
-        ));
-    }
-    let (cleanup, outputs, signals) = cleanup_on_signal()?;
-    let format = cfg.format;
-    let verbose = cfg.verbose;
-    let output = cfg.output.clone();
-    let attest_path = cfg.attest.clone();
-    let sshsig_path = cfg.sshsig.clone();
-    let mut report = crate::run::execute(cfg, cleanup.clone());
     if let Some(s) = &signer {
         report.signing = Some(attest::signing_info(
             s,

@@ -316,12 +316,73 @@ pub fn load(
             (read_source(s)?, s.clone())
         }
     };
-    let key = parse_private_key(&bytes)
+    signer_from(&bytes, &source).map(Some)
+}
+
+/// A run's key as it is being loaded: see `load_while_probing`. (One per
+/// run: its size does not matter, and boxing the key would leave a copy of
+/// it behind in the freed box when it is moved out.)
+#[allow(clippy::large_enum_variant)]
+pub enum Loading {
+    Loaded(Option<Signer>),
+    /// On a descriptor, read and parsed on a thread of its own.
+    Reading {
+        fd: RawFd,
+        thread: std::thread::JoinHandle<Result<Signer, KeyError>>,
+    },
+}
+
+impl Loading {
+    /// The key, once it is read: a bad one is the same error `load` gives.
+    pub fn finish(self) -> Result<Option<Signer>, KeyError> {
+        match self {
+            Loading::Loaded(k) => Ok(k),
+            Loading::Reading { fd, thread } => match thread.join() {
+                Ok(k) => k.map(Some),
+                Err(_) => Err(KeyError(format!(
+                    "signing key from --sign-key-fd {fd}: its reader failed"
+                ))),
+            },
+        }
+    }
+}
+
+/// As `load`, except that a key on a descriptor (checked here: open, not
+/// standard output or error, not a terminal) is read and parsed on a thread
+/// while the caller probes; `Loading::finish` takes it before signing.
+/// Why: an engine hands an exec's standard input to the process after
+/// starting it (Docker 20.10 here: the key's end of file 3 to 8 ms after the
+/// process began, idle, and more under a burst of starts), and every probe
+/// of a `selfprobe-host` inspection waited for it before its run began
+/// (bench/RESULTS.md, 2026-12-03 11:00). Threads started later inherit the
+/// caller's signal mask: call it once the signals are blocked.
+pub fn load_while_probing(
+    source: Option<&KeySource>,
+    env_key: Option<Zeroizing<Vec<u8>>>,
+) -> Result<Loading, KeyError> {
+    let n = match source {
+        Some(KeySource::Fd(n)) if env_key.is_none() => *n,
+        _ => return load(source, env_key).map(Loading::Loaded),
+    };
+    check_fd(n)?;
+    // Copy (it holds only n): run on the thread, or here when none starts.
+    let read = move || -> Result<Signer, KeyError> {
+        let bytes = read_fd(n)?;
+        signer_from(&bytes, &KeySource::Fd(n))
+    };
+    match std::thread::Builder::new().name("key".into()).spawn(read) {
+        Ok(thread) => Ok(Loading::Reading { fd: n, thread }),
+        Err(_) => read().map(|k| Loading::Loaded(Some(k))),
+    }
+}
+
+fn signer_from(bytes: &[u8], source: &KeySource) -> Result<Signer, KeyError> {
+    let key = parse_private_key(bytes)
         .map_err(|why| KeyError(format!("signing key from {}: {why}", source.describe())))?;
-    Ok(Some(Signer {
+    Ok(Signer {
         key,
         source: source.kind(),
-    }))
+    })
 }
 
 fn read_source(source: &KeySource) -> Result<Zeroizing<Vec<u8>>, KeyError> {
@@ -348,44 +409,67 @@ fn read_source(source: &KeySource) -> Result<Zeroizing<Vec<u8>>, KeyError> {
             read_bounded(OwnedFd::from(f).as_fd(), KEY_READ_TIMEOUT).map_err(err)
         }
         KeySource::Fd(n) => {
-            let n = *n;
-            if n == 1 || n == 2 {
-                return Err(err(format!(
-                    "fd {n} is standard {}: expected a descriptor open for reading the key, e.g. --sign-key-fd 0 < key",
-                    if n == 1 { "output" } else { "error" }
-                )));
-            }
-            // SAFETY: the borrow lives only for the F_GETFD that asks
-            // whether n is open; a closed n gives EBADF, never a use of
-            // another's descriptor (n >= 0 is checked first).
-            if n < 0
-                || nix::fcntl::fcntl(
-                    unsafe { BorrowedFd::borrow_raw(n) },
-                    nix::fcntl::FcntlArg::F_GETFD,
-                )
-                .is_err()
-            {
-                return Err(err(format!(
-                    "fd {n} is not open: expected the key on it, e.g. `--sign-key-fd 0 < key` or `--sign-key-fd 3 3< key`"
-                )));
-            }
-            // SAFETY: fd n is open (checked above) and was handed to us for
-            // this one purpose.
-            let fd = unsafe { BorrowedFd::borrow_raw(n) };
-            if nix::unistd::isatty(fd).unwrap_or(false) {
-                return Err(err(format!(
-                    "fd {n} is a terminal: expected the key piped or redirected in, e.g. --sign-key-fd {n} < key"
-                )));
-            }
-            let bytes = read_bounded(fd, KEY_READ_TIMEOUT).map_err(err)?;
-            if n > 2 {
-                // SAFETY: as above; closing keeps the descriptor out of any
-                // child process selfprobe starts.
-                drop(unsafe { OwnedFd::from_raw_fd(n) });
-            }
-            Ok(bytes)
+            check_fd(*n)?;
+            read_fd(*n)
         }
     }
+}
+
+/// That descriptor `n` can carry a key (open, not standard output or
+/// error, not a terminal), and, above 2, marked close-on-exec: the key is
+/// read while the probes run, and a program they start (the image's own
+/// tools, run for their versions) must not inherit the pipe it comes on.
+/// (Standard input they get is /dev/null: util::command.)
+fn check_fd(n: RawFd) -> Result<(), KeyError> {
+    let err = |why: String| KeyError(format!("signing key from --sign-key-fd {n}: {why}"));
+    if n == 1 || n == 2 {
+        return Err(err(format!(
+            "fd {n} is standard {}: expected a descriptor open for reading the key, e.g. --sign-key-fd 0 < key",
+            if n == 1 { "output" } else { "error" }
+        )));
+    }
+    let not_open = || {
+        err(format!(
+            "fd {n} is not open: expected the key on it, e.g. `--sign-key-fd 0 < key` or `--sign-key-fd 3 3< key`"
+        ))
+    };
+    if n < 0 {
+        return Err(not_open());
+    }
+    // SAFETY: the borrow is used only to ask whether n is open (F_GETFD: a
+    // closed n gives EBADF, never a use of another's descriptor) and, once
+    // it is, whether it is a terminal and to set its close-on-exec flag.
+    let fd = unsafe { BorrowedFd::borrow_raw(n) };
+    if nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFD).is_err() {
+        return Err(not_open());
+    }
+    if nix::unistd::isatty(fd).unwrap_or(false) {
+        return Err(err(format!(
+            "fd {n} is a terminal: expected the key piped or redirected in, e.g. --sign-key-fd {n} < key"
+        )));
+    }
+    if n > 2 {
+        use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+        fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))
+            .map_err(|e| err(format!("cannot mark it close-on-exec: {e}")))?;
+    }
+    Ok(())
+}
+
+/// The key's bytes from descriptor `n` (checked by `check_fd`), read to its
+/// end of file within KEY_READ_TIMEOUT; `n` is closed after when above 2.
+fn read_fd(n: RawFd) -> Result<Zeroizing<Vec<u8>>, KeyError> {
+    let err = |why: String| KeyError(format!("signing key from --sign-key-fd {n}: {why}"));
+    // SAFETY: fd n is open (check_fd) and was handed to us for this one
+    // purpose; nothing else in selfprobe reads or closes it. Owned so that
+    // it is closed after (above 2: out of any child process selfprobe
+    // starts); standard input stays open (ManuallyDrop).
+    let fd = std::mem::ManuallyDrop::new(unsafe { OwnedFd::from_raw_fd(n) });
+    let bytes = read_bounded(fd.as_fd(), KEY_READ_TIMEOUT).map_err(err);
+    if n > 2 {
+        drop(std::mem::ManuallyDrop::into_inner(fd));
+    }
+    bytes
 }
 
 /// Reads to EOF, at most MAX_KEY_BYTES, within `timeout` (poll, so a pipe

@@ -433,6 +433,50 @@ fn a_pipe_that_never_closes_times_out() {
 }
 
 #[test]
+fn a_key_on_a_descriptor_is_read_while_the_caller_goes_on() {
+    use std::os::fd::IntoRawFd;
+    let s = Signer::ephemeral().unwrap();
+    let pem = s.private_pem().unwrap();
+    let (r, w) = nix::unistd::pipe().unwrap();
+    let n = r.into_raw_fd();
+    assert!(n > 2);
+    // Nothing written yet: loading returns at once, the reader waits.
+    let loading = load_while_probing(Some(&KeySource::Fd(n)), None).unwrap();
+    assert!(matches!(loading, Loading::Reading { .. }));
+    // SAFETY: n is the pipe's read end, open until the reader closes it.
+    let flags = nix::fcntl::fcntl(
+        unsafe { BorrowedFd::borrow_raw(n) },
+        nix::fcntl::FcntlArg::F_GETFD,
+    )
+    .unwrap();
+    assert!(
+        flags & nix::libc::FD_CLOEXEC != 0,
+        "a program started while the key is read would inherit its pipe"
+    );
+    nix::unistd::write(&w, pem.as_bytes()).unwrap();
+    drop(w);
+    let k = loading.finish().unwrap().unwrap();
+    assert_eq!(k.keyid(), s.keyid());
+    assert_eq!(k.source, "fd");
+    // A bad key is the error `load` gives, once read.
+    let (r, w) = nix::unistd::pipe().unwrap();
+    let n = r.into_raw_fd();
+    let loading = load_while_probing(Some(&KeySource::Fd(n)), None).unwrap();
+    nix::unistd::write(&w, b"not a key").unwrap();
+    drop(w);
+    let e = loading.finish().unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!("signing key from --sign-key-fd {n}: ")),
+        "{e}"
+    );
+    // What can be told at once is told at once.
+    let e = load_while_probing(Some(&KeySource::Fd(1)), None)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("standard output"), "{e}");
+}
+
+#[test]
 fn oversized_input_is_refused() {
     let (r, w) = nix::unistd::pipe().unwrap();
     let writer = std::thread::spawn(move || {

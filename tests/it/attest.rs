@@ -879,6 +879,34 @@ fn bad_keys_exit_2_with_a_clear_message() {
             .unwrap();
         assert_eq!(o.status.code(), Some(2), "pubkey {path}");
         assert!(String::from_utf8_lossy(&o.stderr).contains(want));
+        // The same bytes on a descriptor, which is read while the probes
+        // run: refused once they are done, the same way, nothing written.
+        let mut fd_err = String::new();
+        if let Ok(f) = fs::File::open(path).and_then(|f| {
+            f.metadata().map(|m| m.is_file()).and_then(|is| {
+                if is {
+                    Ok(f)
+                } else {
+                    Err(std::io::ErrorKind::Other.into())
+                }
+            })
+        }) {
+            let s = signed_run_with(&t, "json", &["--sign-key-fd", "0"], &[], |c| {
+                c.stdin(f);
+            });
+            fd_err = String::from_utf8_lossy(&s.out.stderr).into_owned();
+            assert_eq!(s.out.status.code(), Some(2), "fd 0 {path}: {fd_err}");
+            assert!(
+                fd_err.contains(&format!("signing key from --sign-key-fd 0: {want}")),
+                "fd 0 {path}: want {want:?}, got: {fd_err}"
+            );
+            assert!(!fd_err.contains("panicked"), "{fd_err}");
+            assert!(s.out.stdout.is_empty());
+            assert!(
+                !s.attest.exists() && !s.report.exists() && !s.sig.exists(),
+                "fd 0 {path}: nothing is written"
+            );
+        }
         // The passphrase-protected and truncated key files' bodies are not echoed.
         if let Ok(content) = fs::read_to_string(path) {
             for line in content
@@ -886,6 +914,10 @@ fn bad_keys_exit_2_with_a_clear_message() {
                 .filter(|l| l.len() >= 16 && !l.starts_with("-----"))
             {
                 assert!(!err.contains(line), "{path}: stderr echoes the key file");
+                assert!(
+                    !fd_err.contains(line),
+                    "{path}: stderr echoes the key on fd 0"
+                );
             }
         }
     }
@@ -913,6 +945,35 @@ fn key_from_fd_and_env_and_file_sign_with_the_same_key() {
     ok(&s);
     assert_eq!(id(&s)["keyid"], keyid.as_str());
     assert_eq!(id(&s)["key_source"], "fd");
+
+    // A key that comes late on the descriptor (as an engine hands an exec
+    // its standard input after starting it): the probes do not wait for it,
+    // and the run still signs with it. Its writer waits 1.5 s: the run
+    // began before the key was written.
+    // Close-on-exec: the child must hold only the read end, or it never
+    // sees the end of file.
+    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+    let writer = {
+        let bytes = key_bytes.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1500));
+            let at = selfprobe::host::rfc3339(std::time::SystemTime::now());
+            fs::File::from(w).write_all(&bytes).unwrap();
+            at
+        })
+    };
+    let s = signed_run_with(&t, "json", &["--sign-key-fd", "0"], &[], |c| {
+        c.stdin(Stdio::from(r));
+    });
+    let written_at = writer.join().unwrap();
+    ok(&s);
+    assert_eq!(id(&s)["keyid"], keyid.as_str());
+    let rep: Value = serde_json::from_slice(&fs::read(&s.report).unwrap()).unwrap();
+    let began = rep["run"]["started"].as_str().unwrap();
+    assert!(
+        began < written_at.as_str(),
+        "the run began at {began}, after the key came at {written_at}: it waited for the key"
+    );
 
     // Another fd number: 3, set up in the child.
     let s = signed_run_with(&t, "json", &["--sign-key-fd", "3"], &[], |c| {

@@ -61,9 +61,9 @@ cleanup() {
     # By name: burst's names are made in a pipeline's subshell, so a list
     # kept there never reached this one (the runs before 2026-12-02 21:00
     # left every container running, and each run saw all the earlier ones).
-    # Eight at a time: 120 in one `docker rm -f` deadlocked dockerd 20.10
+    # A few at a time: 120 in one `docker rm -f` deadlocked dockerd 20.10
     # here (every removal waiting in libnetwork's releaseNetwork).
-    docker ps -aq --filter "name=^$tag-" | xargs -r -n 8 docker rm -f >/dev/null 2>&1 || true
+    docker ps -aq --filter "name=^$tag-" | xargs -r -n 4 timeout 60 docker rm -f >/dev/null 2>&1 || true
     docker rmi -f "localhost/$tag:latest" >/dev/null 2>&1 || true
     rm -rf "$tmp"
 }
@@ -90,10 +90,16 @@ burst() {
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, $n containers, $jobs at a time, $rounds rounds"
 
-# Removes one phase's containers (8 at a time, as cleanup does) and lets
-# the machine settle, so no phase runs beside another's leftovers.
+# Removes one phase's containers (4 at a time: 8 in one `docker rm -f`
+# also hung dockerd 20.10 once, 2026-12-03 11:09, for 20 minutes until it
+# was restarted) and lets the machine settle, so no phase runs beside
+# another's leftovers. A removal that does not end in 60 s ends the bench:
+# its figures would be a hung engine's.
 clear_phase() {
-    docker ps -aq --filter "label=$1" | xargs -r -n 8 docker rm -f >/dev/null 2>&1 || true
+    if ! docker ps -aq --filter "label=$1" | xargs -r -n 4 timeout 60 docker rm -f >/dev/null; then
+        echo "bench/watch.sh: dockerd did not remove the containers of $1 within 60 s (restart it: .ci/engines)" >&2
+        exit 1
+    fi
     sleep 3
 }
 

@@ -235,7 +235,17 @@ fn engine_socket_answering() {
             .pointer("/evidence/answer/version")
             .and_then(Value::as_str)
             .unwrap_or("");
-        if v.is_empty() {
+        // podman's GET /version asks conmon and the runtime for theirs (0.5
+        // s here idle): beside a loaded suite it once took longer than the
+        // probe's 3 s. Then the answer says so, and that is right too; a
+        // version missing without its reason is not.
+        let timed_out = f
+            .pointer("/evidence/answer/error")
+            .and_then(Value::as_str)
+            .is_some_and(|e| e.starts_with("GET /version: no answer within"));
+        if v.is_empty() && timed_out {
+            eprintln!("NOTE engine_socket_answering: the podman service did not answer GET /version within the probe's time (a loaded machine); the ping was checked");
+        } else if v.is_empty() {
             c.fail(format!(
                 "engine.socket-reachable: empty evidence.answer.version in {f}"
             ));

@@ -858,21 +858,26 @@ fn bad_keys_exit_2_with_a_clear_message() {
         (t.s("missing"), "cannot read it"),
         (t.s("root"), "not a regular file or pipe"),
     ];
-    for (path, want) in &cases {
-        // The run, and `pubkey`, refuse it before doing anything else.
-        let s = signed_run(&t, "json", &["--sign-key", path], &[]);
-        let err = String::from_utf8_lossy(&s.out.stderr);
-        assert_eq!(s.out.status.code(), Some(2), "{path}: {err}");
+    // Exit 2 with the source and what was wrong, nothing written; stderr.
+    let refused = |s: &Signed, source: &str, want: &str| -> String {
+        let err = String::from_utf8_lossy(&s.out.stderr).into_owned();
+        assert_eq!(s.out.status.code(), Some(2), "{source}: {err}");
         assert!(
-            err.contains(&format!("signing key from --sign-key {path}: {want}")),
-            "{path}: want {want:?}, got: {err}"
+            err.contains(&format!("signing key from {source}: {want}")),
+            "{source}: want {want:?}, got: {err}"
         );
         assert!(!err.contains("panicked"), "{err}");
         assert!(s.out.stdout.is_empty());
         assert!(
             !s.attest.exists() && !s.report.exists() && !s.sig.exists(),
-            "{path}: nothing is written"
+            "{source}: nothing is written"
         );
+        err
+    };
+    for (path, want) in &cases {
+        // The run, and `pubkey`, refuse it before doing anything else.
+        let s = signed_run(&t, "json", &["--sign-key", path], &[]);
+        let err = refused(&s, &format!("--sign-key {path}"), want);
         let o = Command::new(BIN)
             .args(["pubkey", "--sign-key", path])
             .output()
@@ -880,32 +885,14 @@ fn bad_keys_exit_2_with_a_clear_message() {
         assert_eq!(o.status.code(), Some(2), "pubkey {path}");
         assert!(String::from_utf8_lossy(&o.stderr).contains(want));
         // The same bytes on a descriptor, which is read while the probes
-        // run: refused once they are done, the same way, nothing written.
+        // run: refused once they are done, the same way.
         let mut fd_err = String::new();
-        if let Ok(f) = fs::File::open(path).and_then(|f| {
-            f.metadata().map(|m| m.is_file()).and_then(|is| {
-                if is {
-                    Ok(f)
-                } else {
-                    Err(std::io::ErrorKind::Other.into())
-                }
-            })
-        }) {
+        if fs::metadata(path).is_ok_and(|m| m.is_file()) {
+            let f = fs::File::open(path).unwrap();
             let s = signed_run_with(&t, "json", &["--sign-key-fd", "0"], &[], |c| {
                 c.stdin(f);
             });
-            fd_err = String::from_utf8_lossy(&s.out.stderr).into_owned();
-            assert_eq!(s.out.status.code(), Some(2), "fd 0 {path}: {fd_err}");
-            assert!(
-                fd_err.contains(&format!("signing key from --sign-key-fd 0: {want}")),
-                "fd 0 {path}: want {want:?}, got: {fd_err}"
-            );
-            assert!(!fd_err.contains("panicked"), "{fd_err}");
-            assert!(s.out.stdout.is_empty());
-            assert!(
-                !s.attest.exists() && !s.report.exists() && !s.sig.exists(),
-                "fd 0 {path}: nothing is written"
-            );
+            fd_err = refused(&s, "--sign-key-fd 0", want);
         }
         // The passphrase-protected and truncated key files' bodies are not echoed.
         if let Ok(content) = fs::read_to_string(path) {

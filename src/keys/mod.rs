@@ -7,10 +7,10 @@
 //! carries a byte of it. Buffers that held it are zeroized when dropped, and
 //! error messages are built from fixed text, never from the key's content.
 //!
-//! Ed25519 itself is ring's (src/keys/ed25519.rs), the OpenSSH formats are
-//! src/keys/openssh.rs, and PKCS#8 and SubjectPublicKeyInfo are read here
-//! with util/der.rs: ed25519-dalek, ssh-key, pkcs8 and sha2, which did this
-//! before, were 0.25 MB of a binary that must stay under 4 MiB
+//! Ed25519 itself is ed25519-dalek's (src/keys/ed25519.rs says why), the
+//! OpenSSH formats are src/keys/openssh.rs, and PKCS#8 and
+//! SubjectPublicKeyInfo are read here with util/der.rs: ssh-key, pkcs8 and
+//! sha2, which did this before, were most of 0.25 MB of the probe
 //! (bench/RESULTS.md, "Size, issue 24"). The tests check every form against
 //! them (src/keys/tests.rs), and tests/it/attest.rs against ssh-keygen and
 //! OpenSSL.

@@ -354,8 +354,8 @@ impl Loading {
 /// starting it (Docker 20.10 here: the key's end of file 3 to 8 ms after the
 /// process began, idle, and more under a burst of starts), and every probe
 /// of a `selfprobe-host` inspection waited for it before its run began
-/// (bench/RESULTS.md, 2026-12-03 11:00). Threads started later inherit the
-/// caller's signal mask: call it once the signals are blocked.
+/// (bench/RESULTS.md, "2026-12-03 11:00-12:30"). Threads started later
+/// inherit the caller's signal mask: call it once the signals are blocked.
 pub fn load_while_probing(
     source: Option<&KeySource>,
     env_key: Option<Zeroizing<Vec<u8>>>,

@@ -707,10 +707,8 @@ fn the_end(
             bad.push(format!("unlabelled {id}: the engine saw {action}"));
         }
     }
-    // The fleet view: a row per workspace the watch saw.
-    std::thread::sleep(Duration::from_secs(3));
-    let fleet = read_json_file(&cx.out.join("fleet.json"));
-    let rows = fleet["workspaces"].as_array().map_or(0, Vec::len);
+    // The fleet view: a row per workspace the watch saw, once the
+    // inspections have paused (1 s; 10 s at most behind: docs/watch.md).
     let want_rows = everyone
         .iter()
         .filter(|id| {
@@ -720,6 +718,21 @@ fn the_end(
             )
         })
         .count();
+    let fleet_rows = || {
+        let f = cx.out.join("fleet.json");
+        f.is_file().then(|| {
+            read_json_file(&f)["workspaces"]
+                .as_array()
+                .map_or(0, Vec::len)
+        })
+    };
+    let until = std::time::Instant::now() + Duration::from_secs(15);
+    let mut rows = fleet_rows();
+    while rows != Some(want_rows) && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(250));
+        rows = fleet_rows();
+    }
+    let rows = rows.unwrap_or(0);
     if rows != want_rows {
         bad.push(format!(
             "fleet.json has {rows} rows for {want_rows} workspaces"

@@ -575,6 +575,79 @@ fn docker_inspect_through_its_cli_only_is_the_inspection_through_its_api() {
             ));
         }
     }
+    // teardown of each, the containers still there, under a `docker` that
+    // logs its arguments: the records through the API ask the CLI for no
+    // `container inspect`, --engine-cli-only asks it for them; both say
+    // every container remains.
+    let shim = tmp.path.join("shim");
+    std::fs::create_dir(&shim).unwrap();
+    let real = String::from_utf8_lossy(
+        &Command::new("sh")
+            .args(["-c", "command -v docker"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .trim()
+    .to_string();
+    let log = tmp.path.join("docker-calls");
+    std::fs::write(
+        shim.join("docker"),
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{real}' \"$@\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        shim.join("docker"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        shim.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut remains = Vec::new();
+    for (via, extra) in [("api", None), ("cli", Some("--engine-cli-only"))] {
+        let _ = std::fs::remove_file(&log);
+        let mut cmd = Command::new(shipped::host_bin());
+        cmd.args(["teardown", "--format", "json"])
+            .arg(tmp.path.join(via))
+            .args(extra)
+            .env("PATH", &path);
+        let ran = run_measured(cmd, Duration::from_secs(120));
+        if ran.code != 1 {
+            bad.push(format!(
+                "teardown {via}: exit {} (want 1: they remain): {}",
+                ran.code, ran.stderr
+            ));
+        }
+        let calls = std::fs::read_to_string(&log).unwrap_or_default();
+        let asked_cli = calls.lines().any(|l| l.starts_with("container inspect"));
+        if asked_cli != (via == "cli") {
+            bad.push(format!("teardown {via}: the CLI was called for {calls:?}"));
+        }
+        let td = read_json(&tmp.path.join(via).join("teardown.json"));
+        let mut seen: Vec<String> = td["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| format!("{} {}", c["name"], c["exists"]))
+            .collect();
+        seen.sort();
+        remains.push(seen);
+    }
+    let all_remain = ctrs
+        .iter()
+        .all(|(c, _, _)| remains[0].contains(&format!("{:?} true", c.name)));
+    if !all_remain || remains[0] != remains[1] {
+        bad.push(format!(
+            "teardown: through the API {:?}, the CLI {:?}",
+            remains[0], remains[1]
+        ));
+    }
     for ((c, tag, _), before) in ctrs.iter().zip(&before) {
         if &c.diff() != before {
             bad.push(format!("{tag}: the container's filesystem changed"));

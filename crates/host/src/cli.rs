@@ -170,6 +170,9 @@ pub struct TeardownArgs {
     /// Deadline for the whole teardown check, e.g. 30s
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_timeout)]
     pub timeout: Duration,
+    /// Reach Docker through its CLI only, also for the containers' records (default: those through the Engine API on the Unix socket the CLI talks to, when it talks to one)
+    #[arg(long)]
+    pub engine_cli_only: bool,
 }
 
 impl InspectArgs {

@@ -73,6 +73,7 @@ pub fn teardown(args: TeardownArgs, env_key: Option<Zeroizing<Vec<u8>>>) -> Resu
         dir: args.dir.clone(),
         policy: args.policy.clone(),
         timeout: args.timeout,
+        engine_cli_only: args.engine_cli_only,
     };
     let result = td::teardown(&opts, &signer).map_err(|e| Failure::from(e).within("teardown"))?;
     let cleanup = host::Cleanup::default();

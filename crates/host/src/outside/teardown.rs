@@ -40,6 +40,9 @@ pub struct Options {
     pub dir: PathBuf,
     pub policy: Option<PathBuf>,
     pub timeout: Duration,
+    /// Docker's records through its CLI, not its Engine API (inspect's
+    /// `--engine-cli-only`); for an engine connected here.
+    pub engine_cli_only: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -336,8 +339,12 @@ pub fn teardown_on(
     let engine = match connected {
         Some(e) if e.name == kind => e,
         _ => {
-            fresh = Engine::connect(Some(kind), deadline)
+            let mut e = Engine::connect(Some(kind), deadline)
                 .map_err(|e| TeardownError::Failed(e.to_string()))?;
+            if opts.engine_cli_only {
+                e.api = None;
+            }
+            fresh = e;
             &fresh
         }
     };

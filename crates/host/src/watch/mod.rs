@@ -938,6 +938,7 @@ fn teardown_one(
             dir: path.clone(),
             policy: opts.inspect.policy.clone(),
             timeout: CALL_TIMEOUT,
+            engine_cli_only: opts.inspect.engine_cli_only,
         },
         session.signer(),
         Some(session.engine()),

@@ -30,6 +30,9 @@
 # BARE_EXTRA="stdinhead stdinnoerr" adds those modes of bench/watch-bare.py
 # as bare phases too (what part of stdin's cost is its end of file, and
 # whether leaving stderr out pays it back).
+# RAW=FILE appends this run's latencies to FILE (one JSON line: each bare
+# phase's, each watch phase's with its probe's run), for
+# bench/watch-pool.py to pool several runs.
 # Needs root, docker with dockerd answering, busybox-static, python3.
 # Every container it starts is removed at its end (by name).
 set -euo pipefail
@@ -176,7 +179,7 @@ done
 grep -ho "[0-9]* at a time" "$tmp/watch-1.log" | head -1 | sed 's/^/the watch ran /'
 
 python3 - "$tmp" "$n" "$jobs" "$rounds" "${bares[*]}" "${watches[*]}" <<'PY'
-import json, statistics, sys
+import json, os, statistics, sys
 from datetime import datetime, timezone
 from pathlib import Path
 tmp, n, jobs, rounds = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
@@ -272,5 +275,14 @@ for w in watches:
     print(f"    the slowest {len(tail)} ({min(g[0] for g in tail)} ms and more), mean ms: " + "; ".join(
         f"{k} {statistics.mean(g[2][k] for g in tail):.0f}" for k in keys))
     print(f"    the watch's own CPU: {cpu} ms ({cpu // max(1, len(lat))} ms a container)")
+raw = os.environ.get("RAW")
+if raw:
+    with open(raw, "a") as f:
+        f.write(json.dumps({
+            "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "rounds": rounds, "n": n, "jobs": jobs,
+            **{k: pool[k] for k in bares},
+            **{w: [[g[0], g[1]] for g in pool[w]] for w in watches},
+        }) + "\n")
 PY
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -5,7 +5,7 @@
 
 PROBE is the probe's path inside each CONTAINER (running, with the probe
 placed there and KEY.pem copied to /tmp/key.pem in it, e.g. by `docker cp`);
-JOBS containers are used at once, ROUNDS execs in all. For each of three
+JOBS containers are used at once, ROUNDS execs in all. For each of four
 ways of running the probe as the watch does (`run --format json --attest -`):
 the key on the exec's stdin (as the watch gives it), the key from a file in
 the container (through /bin/sh), no key at all, and the key on stdin with

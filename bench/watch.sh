@@ -32,7 +32,8 @@
 # whether leaving stderr out pays it back).
 # RAW=FILE appends this run's latencies to FILE (one JSON line: each bare
 # phase's, each watch phase's with its probe's run), for
-# bench/watch-pool.py to pool several runs.
+# bench/watch-pool.py to pool several runs (a relative FILE is taken from
+# the repository's root, where the bench runs).
 # Needs root, docker with dockerd answering, busybox-static, python3.
 # Every container it starts is removed at its end (by name).
 set -euo pipefail
